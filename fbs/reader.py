@@ -1,0 +1,192 @@
+"""MegEngine FBS_V2 bytes -> `ModelFile` (inputs, oprs with decoded params, outputs).
+
+The flatbuffers runtime does not verify buffers, so everything it reads is checked here:
+framing, identifier, and every offset and length against the buffer, so that a corrupt
+file raises `FormatError` instead of crashing or allocating gigabytes.
+"""
+from __future__ import annotations
+
+import pickle
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from megtrace import dtype as _dt
+from megtrace.errors import FormatError
+
+from . import tables
+from .oprs import name_of
+
+FBS_V1_MAGICS = {0x4342474D: "FBS (MGBC)", 0x5342474D: "FBS (MGBS, 8.14 compatible)"}
+TESTCASE_MAGIC = b"mgbtest0"
+
+
+@dataclass
+class TensorValue:
+    name: str | None
+    shape: tuple[int, ...]
+    dtype: str
+    data: np.ndarray | None
+
+
+@dataclass
+class Opr:
+    type: str
+    params: list[tuple[str, dict[str, Any]]]
+    inputs: list[int]
+    outputs: list[int]
+    tensors: list[TensorValue]
+    name: str | None = None
+
+
+@dataclass
+class Metadata:
+    is_valid: bool = False
+    graph_modified: bool = False
+    optimize_options: int = 0
+    user_info_bytes: bytes = b""
+
+    def user_info(self) -> Any:
+        """Unpickle `user_info`. Pickle runs code: call this only on files you trust."""
+        return pickle.loads(self.user_info_bytes) if self.user_info_bytes else None
+
+
+@dataclass
+class ModelFile:
+    oprs: list[Opr]
+    output_ids: list[int]
+    names: dict[int, str] = field(default_factory=dict)
+    metadata: Metadata = field(default_factory=Metadata)
+    mge_version: int = 0
+    model_version: int = 0
+
+    @property
+    def inputs(self) -> list[TensorValue]:
+        return [o.tensors[0] for o in self.oprs if o.type == "Host2DeviceCopy"]
+
+    def output_names(self) -> list[str]:
+        return [self.names.get(i, f"unnamed{k}") for k, i in enumerate(self.output_ids)]
+
+
+def detect_format(buf: bytes) -> str:
+    if len(buf) >= 8 and buf[:8] == TESTCASE_MAGIC:
+        return "mgbtest0"
+    if len(buf) >= 8 and struct.unpack_from("<Q", buf)[0] in FBS_V1_MAGICS:
+        return FBS_V1_MAGICS[struct.unpack_from("<Q", buf)[0]]
+    if len(buf) >= 12 and buf[8:12] == b"mgv2":
+        return "FBS_V2"
+    return "unknown"
+
+
+def read_model(buf: bytes) -> ModelFile:
+    """Parse one FBS_V2 model; raises FormatError naming what is wrong."""
+    buf = bytes(buf)
+    kind = detect_format(buf)
+    if kind != "FBS_V2":
+        if kind == "unknown":
+            raise FormatError(f"not a MegEngine model: {len(buf)} bytes starting with "
+                              f"{buf[:12]!r}; expected an FBS_V2 model (identifier 'mgv2' at "
+                              "byte 8)")
+        raise FormatError(f"{kind} model files are not supported yet; only FBS_V2 is read")
+    size = struct.unpack_from("<I", buf)[0]
+    if size != len(buf) - 4:
+        raise FormatError(f"truncated or padded model: size prefix says {size} bytes, the "
+                          f"file holds {len(buf) - 4} after it")
+    try:
+        return _read(buf)
+    except FormatError:
+        raise
+    except Exception as e:  # the flatbuffers runtime trusts offsets; any slip is corruption
+        raise FormatError(f"corrupt model: {type(e).__name__}: {e}") from None
+
+
+class _Checker:
+    def __init__(self, buf: bytes):
+        self.n = len(buf)
+
+    def vec(self, what: str, length: int, elem: int) -> int:
+        if length < 0 or length * elem > self.n:
+            raise FormatError(f"corrupt model: {what} declares {length} elements, more than "
+                              f"the {self.n}-byte file can hold")
+        return length
+
+
+def _read(buf: bytes) -> ModelFile:
+    from .generated import Model
+    chk = _Checker(buf)
+    model = Model.Model.GetRootAs(buf, 4)
+    if model.OprsIsNone():
+        raise FormatError("corrupt model: the Model table has no oprs (a required field)")
+    oprs = [_read_opr(model.Oprs(i), buf, chk)
+            for i in range(chk.vec("oprs", model.OprsLength(), 4))]
+    names = {}
+    for i in range(chk.vec("middle_tensors", model.MiddleTensorsLength(), 4)):
+        name = model.MiddleTensors(i).Name()
+        if name is not None:
+            names[i] = name.decode("utf-8", "replace")
+    outs = [model.OutputVarsIdx(i).CompactId()
+            for i in range(chk.vec("output_vars_idx", model.OutputVarsIdxLength(), 4))]
+    for i in range(chk.vec("output_alias", model.OutputAliasLength(), 4)):
+        alias = model.OutputAlias(i)
+        if alias.Name():
+            names[alias.Id()] = alias.Name().decode("utf-8", "replace")
+    meta = Metadata()
+    m = model.Metadata()
+    if m is not None:
+        meta = Metadata(m.IsValid(), m.GraphModified(), m.OptimizeOptions(), m.UserInfo() or b"")
+    return ModelFile(oprs, outs, names, meta, model.MgeVersion(), model.ModelVersion())
+
+
+def _read_opr(op, buf: bytes, chk: _Checker) -> Opr:
+    type_id, version = op.TypeId(), op.OprVersion()
+    type_name = name_of(type_id, version)
+    if type_name is None:
+        shown = (op.Type() or b"?").decode("utf-8", "replace")
+        raise FormatError(f"unknown operator {shown!r} (type_id {type_id}, opr_version "
+                          f"{version}): megtrace cannot read it")
+    params = []
+    members = tables.union_members()
+    if op.ParamType():
+        params.append(_read_param(members, op.ParamType(), op.Param(), buf))
+    n_extra = chk.vec("additional_params", op.AdditionalParamsLength(), 4)
+    for j in range(n_extra):
+        slot = op.AdditionalParams(j)
+        params.append(_read_param(members, op.AdditionalParamsType(j), slot._tab, buf))
+    inputs = [op.Inputs(j) for j in range(chk.vec("inputs", op.InputsLength(), 4))]
+    outputs = [op.Outputs(j) for j in range(chk.vec("outputs", op.OutputsLength(), 4))]
+    tensors = [_read_tensor(op.Tensors(j), chk)
+               for j in range(chk.vec("tensors", op.TensorsLength(), 4))]
+    name = op.Name().decode("utf-8", "replace") if op.Name() else None
+    return Opr(type_name, params, inputs, outputs, tensors, name)
+
+
+def _read_param(members: dict[int, str], kind: int, tab, buf: bytes) -> tuple[str, dict]:
+    table = members.get(kind)
+    if table is None:
+        raise FormatError(f"corrupt model: unknown param type {kind}")
+    if tab is None:
+        raise FormatError(f"corrupt model: param {table} has no table")
+    return table, tables.read(table, buf, tab.Pos)
+
+
+def _read_tensor(t, chk: _Checker) -> TensorValue:
+    shape = tuple(t.Shape(j) for j in range(chk.vec("tensor shape", t.ShapeLength(), 4)))
+    dt = t.Dtype()
+    enum = dt.Type() if dt is not None else 0
+    if enum not in _dt.BY_MGE_ENUM:
+        raise FormatError(f"tensor dtype {enum} (MegEngine DTypeEnum) is not supported")
+    dtype = _dt.BY_MGE_ENUM[enum].name
+    name = t.Name().decode("utf-8", "replace") if t.Name() else None
+    data = None
+    if not t.DataIsNone():
+        n = chk.vec("tensor data", t.DataLength(), 1)
+        expected = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+        if n != expected:
+            raise FormatError(f"tensor {name or ''} {shape} {dtype} needs {expected} bytes of "
+                              f"data, the file holds {n}")
+        raw = t.DataAsNumpy()
+        data = np.frombuffer(raw.tobytes(), dtype=np.dtype(dtype).newbyteorder("<"))
+        data = data.astype(dtype).reshape(shape)
+    return TensorValue(name, shape, dtype, data)

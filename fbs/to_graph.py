@@ -1,0 +1,203 @@
+"""`ModelFile` -> megtrace `Graph`: a converter table from MegEngine oprs to our ops.
+
+Oprs that map 1:1 to an op are found through the ops' own `mge` declarations; the table
+below handles the rest (sources, fused Elemwise modes, shape arithmetic, ConvBias).
+Input shapes can be overridden, so one file serves any batch size: shape arithmetic
+(GetVarShape/Subtensor/Concat) folds into constants for the shapes given.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from megtrace.errors import FormatError, UnsupportedOpError
+from megtrace.ir import Graph, TensorType, Var
+from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
+
+from .reader import ModelFile, Opr
+
+Rule = Callable[[Graph, Opr, list[Var], dict], list[Var | None]]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*types: str):
+    def deco(fn: Rule) -> Rule:
+        for t in types:
+            RULES[t] = fn
+        return fn
+    return deco
+
+
+@lru_cache(maxsize=None)
+def spec_index() -> dict[str, tuple[tuple[OpDef, MgeOpr], ...]]:
+    index: dict[str, list] = {}
+    for op in all_ops():
+        specs = op.mge.specs if isinstance(op.mge, MgeChoice) else \
+            (op.mge,) if isinstance(op.mge, MgeOpr) else ()
+        for spec in specs:
+            index.setdefault(spec.type, []).append((op, spec))
+    return {k: tuple(v) for k, v in index.items()}
+
+
+def _fields(opr: Opr) -> dict:
+    return opr.params[0][1] if opr.params else {}
+
+
+def _generic(g: Graph, opr: Opr, ins: list[Var], _shapes) -> list[Var | None]:
+    fields = _fields(opr)
+    for op, spec in spec_index()[opr.type]:
+        if all(fields.get(k) == v for k, v in spec.match.items()):
+            params = spec.decode(fields) if spec.decode else {}
+            (out,) = g.add_node(op, ins, params, name_hint=_hint(opr))
+            outs: list[Var | None] = [None] * spec.outputs
+            outs[spec.result] = out
+            return outs
+    shown = ", ".join(f"{k}={v}" for k, v in fields.items())
+    raise UnsupportedOpError(f"{opr.type}({shown}): megtrace has no operator for it")
+
+
+def _hint(opr: Opr) -> str:
+    return opr.name or opr.type
+
+
+def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
+    """Build a typed Graph; `input_types` overrides the shapes recorded in the file."""
+    unknown = sorted({o.type for o in model.oprs
+                      if o.type not in RULES and o.type not in spec_index()})
+    if unknown:
+        raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
+    g = Graph()
+    env: dict[int, Var | None] = {}
+    for opr in model.oprs:
+        try:
+            ins = [env[i] for i in opr.inputs]
+        except KeyError as e:
+            raise FormatError(f"{opr.type}: input id {e.args[0]} is not defined before it") from None
+        if any(v is None for v in ins):
+            raise FormatError(f"{opr.type}: uses an output that megtrace does not model")
+        outs = RULES.get(opr.type, _generic)(g, opr, ins, input_types or {})
+        if len(outs) != len(opr.outputs):
+            raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
+                              f"{len(outs)}")
+        env.update(zip(opr.outputs, outs))
+    try:
+        outputs = [env[i] for i in model.output_ids]
+    except KeyError as e:
+        raise FormatError(f"output id {e.args[0]} is not produced by any opr") from None
+    g.set_outputs(outputs, model.output_names())
+    return g.prune()
+
+
+# -- sources ----------------------------------------------------------------------------
+@rule("Host2DeviceCopy")
+def _h2d(g, opr, ins, input_types):
+    t = opr.tensors[0] if opr.tensors else None
+    if t is None or not t.name:
+        raise FormatError("Host2DeviceCopy without a named tensor")
+    given = input_types.get(t.name)
+    return [g.add_input(given or TensorType(t.shape, t.dtype), t.name)]
+
+
+@rule("ImmutableTensor", "SharedDeviceTensor", "MultipleDeviceTensorHolder")
+def _consts(g, opr, ins, _):
+    if not opr.tensors or any(t.data is None for t in opr.tensors):
+        raise FormatError(f"{opr.type} load with no tensor data")
+    return [g.add_const(t.data, t.name or "") for t in opr.tensors]
+
+
+@rule("Identity", "Copy")
+def _identity(g, opr, ins, _):
+    return [ins[0]]
+
+
+# -- Elemwise modes that are several megtrace ops ------------------------------------------
+_FUSED = {
+    "FUSE_ADD_RELU": lambda g, a, b, h: _un(g, "relu", _bin(g, "add", a, b, h), h),
+    "FUSE_ADD_SIGMOID": lambda g, a, b, h: _un(g, "sigmoid", _bin(g, "add", a, b, h), h),
+    "FUSE_ADD_TANH": lambda g, a, b, h: _un(g, "tanh", _bin(g, "add", a, b, h), h),
+}
+
+
+def _un(g, name, x, hint):
+    return g.add_node(get(name), [x], {}, hint)[0]
+
+
+def _bin(g, name, a, b, hint):
+    return g.add_node(get(name), [a, b], {}, hint)[0]
+
+
+@rule("Elemwise")
+def _elemwise(g, opr, ins, shapes):
+    mode = _fields(opr).get("mode")
+    if mode in _FUSED:
+        return [_FUSED[mode](g, *ins, _hint(opr))]
+    if mode == "FUSE_MUL_ADD3":
+        return [_bin(g, "add", _bin(g, "mul", ins[0], ins[1], _hint(opr)), ins[2], _hint(opr))]
+    return _generic(g, opr, ins, shapes)
+
+
+# -- shape arithmetic (folds to constants for concrete input shapes) ------------------------
+def _const_value(g: Graph, var: Var, what: str) -> np.ndarray:
+    if var not in g.consts:
+        raise UnsupportedOpError(f"{what} must be computable from shapes and constants")
+    return g.consts[var]
+
+
+@rule("GetVarShapeV1")
+def _get_shape(g, opr, ins, _):
+    (shape,) = g.add_node(get("get_shape"), ins[:1], {}, _hint(opr))
+    axis = _fields(opr).get("axis", 7)
+    if axis != 7:
+        (shape,) = g.add_node(get("subtensor"), [shape], {"index": ((0, None, None, None, axis),)})
+        shape = g.add_const(g.consts[shape].reshape(1), _hint(opr))
+    return [shape]
+
+
+@rule("Subtensor")
+def _subtensor(g, opr, ins, _):
+    items = _fields(opr).get("items", [])
+    values = iter(ins[1:])
+    rows = []
+    for it in items:
+        row = {}
+        for key in ("begin", "end", "step", "idx"):
+            if it[key]:
+                var = next(values, None)
+                if var is None:
+                    raise FormatError("Subtensor: fewer index inputs than its items need")
+                row[key] = int(_const_value(g, var, "Subtensor index").reshape(-1)[0])
+        rows.append((int(it["axis"]), row.get("begin"), row.get("end"), row.get("step"),
+                     row.get("idx")))
+    if next(values, None) is not None:
+        raise FormatError("Subtensor: more index inputs than its items use")
+    return list(g.add_node(get("subtensor"), ins[:1], {"index": tuple(rows)}, _hint(opr)))
+
+
+@rule("ReshapeV1")
+def _reshape(g, opr, ins, _):
+    shape = [int(d) for d in _const_value(g, ins[1], "Reshape target shape").reshape(-1)]
+    axis = _fields(opr).get("axis", 7)
+    if axis != 7:
+        shape[axis] = -1
+    return list(g.add_node(get("reshape"), ins[:1], {"shape": tuple(shape)}, _hint(opr)))
+
+
+# -- ConvBias = conv2d + bias + nonlinearity --------------------------------------------
+_NONLINE = {"IDENTITY": None, "RELU": "relu", "SIGMOID": "sigmoid"}
+
+
+@rule("ConvBiasForward")
+def _conv_bias(g, opr, ins, _):
+    f = _fields(opr)
+    if f.get("nonlineMode") not in _NONLINE:
+        raise UnsupportedOpError(f"ConvBias nonlineMode {f.get('nonlineMode')} is not supported")
+    params = {"stride": (f["stride_h"], f["stride_w"]), "padding": (f["pad_h"], f["pad_w"]),
+              "dilation": (f["dilate_h"], f["dilate_w"])}
+    hint = _hint(opr)
+    (y,) = g.add_node(get("conv2d"), ins[:2], params, hint)
+    for extra in ins[2:4]:        # bias, then z
+        y = _bin(g, "add", y, extra, hint)
+    act = _NONLINE[f.get("nonlineMode")]
+    return [_un(g, act, y, hint) if act else y]

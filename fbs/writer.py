@@ -1,0 +1,323 @@
+"""Graph -> MegEngine FBS_V2 bytes (one size-prefixed "mgv2" flatbuffer).
+
+Each node is written from its op's `mge` declaration; ids follow MegEngine's rules:
+one consecutive id per non-volatile output, and every id named in `middle_tensors`.
+"""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import flatbuffers
+import numpy as np
+
+from megtrace import dtype as _dt
+from megtrace.errors import UnsupportedOpError
+from megtrace.ir import Graph, TensorType, Var
+from megtrace.ops import MgeChoice, MgeComposite, MgeOpr
+
+from . import tables
+from .oprs import identity
+
+MGE_VERSION = 101300          # MegEngine 1.13.0: what we claim to be compatible with
+MODEL_VERSION = 2
+COMP_NODE = "xpux:0"
+INT_MIN = -2147483648
+
+
+@dataclass
+class DumpOptions:
+    keep_var_name: int = 1
+    keep_opr_name: bool = False
+    keep_opr_priority: bool = False
+    user_info: Any = None
+    enable_metadata: bool = True
+    model_version: int = MODEL_VERSION
+    optimize_options: int = 0
+
+
+@dataclass
+class _Tensor:
+    shape: tuple[int, ...]
+    dtype: str
+    name: str | None = None
+    data: np.ndarray | None = None
+
+
+@dataclass
+class _Opr:
+    type: str
+    params: list[tuple[str, dict]]
+    inputs: list[int]
+    outputs: list[int]
+    name: str
+    tensors: list[_Tensor] = field(default_factory=list)
+
+
+@dataclass
+class DumpResult:
+    """What MegEngine's `CompGraphDumpResult` reports (content_hash is 0 for FBS_V2)."""
+
+    nr_opr: int
+    tot_bytes: int
+    tensor_value_bytes: int
+    content_hash: int
+    inputs: list[str]
+    outputs: list[str]
+    params: list[str]
+
+
+class Emitter:
+    """Collects MegEngine oprs; `MgeComposite.emit` functions call `opr` and `const`."""
+
+    def __init__(self):
+        self.oprs: list[_Opr] = []
+        self.names: list[str] = []
+        self._taken: dict[str, int] = {}
+        self._hint = ""
+
+    def _new_ids(self, names: list[str]) -> list[int]:
+        ids = []
+        for name in names:
+            n = self._taken.get(name, 0)
+            self._taken[name] = n + 1
+            self.names.append(name if n == 0 else f"{name}[{n}]")
+            ids.append(len(self.names) - 1)
+        return ids
+
+    def opr(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "") -> int:
+        name = name or f"{self._hint or spec.type}"
+        outs = [name] if spec.outputs == 1 else [f"{name}:o{i}" for i in range(spec.outputs)]
+        ids = self._new_ids(outs)
+        params = [] if spec.param is None else [(spec.param, fields)]
+        params += [(t, dict(f)) for t, f in spec.extra]
+        self.oprs.append(_Opr(spec.type, params, list(inputs), ids, name))
+        return ids[spec.result]
+
+    def const(self, array: np.ndarray, name: str = "") -> int:
+        array = np.ascontiguousarray(array)
+        shape = array.shape or (1,)
+        label = name or f"const{list(shape)}"
+        (vid,) = self._new_ids([label])
+        t = _Tensor(shape, _dt.canonical(array.dtype), None, array.reshape(shape))
+        self.oprs.append(_Opr("ImmutableTensor", [], [], [vid], label, [t]))
+        return vid
+
+    def input(self, name: str, type: TensorType) -> int:
+        (vid,) = self._new_ids([name])
+        t = _Tensor(type.shape or (1,), type.dtype, name)
+        self.oprs.append(_Opr("Host2DeviceCopy", [("Host2DeviceCopy", {})], [], [vid], name, [t]))
+        return vid
+
+
+def _spec_for(node) -> MgeOpr | MgeComposite | None:
+    mge = node.op.mge
+    if isinstance(mge, MgeChoice):
+        return mge.choose([v.type for v in node.inputs])
+    return mge
+
+
+def emit_graph(graph: Graph, input_names: list[str], output_names: list[str]) -> tuple[Emitter, list[int]]:
+    """Lower every node to MegEngine oprs; all unsupported ops are reported together."""
+    specs = [(node, _spec_for(node)) for node in graph.nodes]
+    missing = sorted({f"{n.op.name}({', '.join(str(v.type) for v in n.inputs)})"
+                      for n, s in specs if s is None})
+    if missing:
+        raise UnsupportedOpError(f"dump: no MegEngine operator for {', '.join(missing)}")
+    em = Emitter()
+    ids: dict[Var, int] = {}
+    for var, name in zip(graph.inputs, input_names):
+        ids[var] = em.input(name, var.type)
+
+    def id_of(var: Var) -> int:
+        if var not in ids:
+            ids[var] = em.const(graph.consts[var], var.name_hint)
+        return ids[var]
+
+    for node, spec in specs:
+        in_ids = [id_of(v) for v in node.inputs]
+        em._hint = node.outputs[0].name_hint or node.op.name
+        kwargs = node.kwargs
+        if isinstance(spec, MgeComposite):
+            out = spec.emit(em, [v.type for v in node.inputs], kwargs, in_ids)
+        else:
+            out = em.opr(spec, spec.fields_for(kwargs), in_ids)
+        ids[node.outputs[0]] = out
+    out_ids = [id_of(v) for v in graph.outputs]
+    for vid, name in zip(out_ids, output_names):
+        if name:
+            em.names[vid] = name
+    return em, out_ids
+
+
+def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
+               options: DumpOptions | None = None) -> tuple[bytes, DumpResult]:
+    """Serialize `graph` as an FBS_V2 model; returns the bytes and a DumpResult."""
+    options = options or DumpOptions()
+    em, out_ids = emit_graph(graph, input_names, output_names)
+    b = flatbuffers.Builder(1 << 16)
+    value_bytes = 0
+    opr_offsets = []
+    for index, opr in enumerate(em.oprs):
+        offset, nbytes = _build_opr(b, opr, index, options)
+        opr_offsets.append(offset)
+        value_bytes += nbytes
+    from .generated import Model, OutputVar, MiddleTensor
+    oprs_vec = _offset_vector(b, Model.StartOprsVector, opr_offsets)
+    middle = None
+    if options.keep_var_name >= 1:
+        mts = []
+        for name in em.names:
+            s = b.CreateString(name)
+            MiddleTensor.Start(b)
+            MiddleTensor.AddName(b, s)
+            mts.append(MiddleTensor.End(b))
+        middle = _offset_vector(b, Model.StartMiddleTensorsVector, mts)
+    outs = []
+    for vid in out_ids:
+        OutputVar.Start(b)
+        OutputVar.AddCompactId(b, vid)
+        OutputVar.AddOriginalId(b, vid)
+        outs.append(OutputVar.End(b))
+    outs_vec = _offset_vector(b, Model.StartOutputVarsIdxVector, outs)
+    alias_vec = _offset_vector(b, Model.StartOutputAliasVector, [])
+    meta = _build_metadata(b, options)
+    Model.Start(b)
+    Model.AddMgeVersion(b, MGE_VERSION)
+    Model.AddModelVersion(b, options.model_version)
+    Model.AddOprs(b, oprs_vec)
+    if middle is not None:
+        Model.AddMiddleTensors(b, middle)
+    Model.AddOutputVarsIdx(b, outs_vec)
+    Model.AddOutputAlias(b, alias_vec)
+    Model.AddNrSharedTensor(b, 0)
+    Model.AddMetadata(b, meta)
+    b.FinishSizePrefixed(Model.End(b), b"mgv2")
+    data = bytes(b.Output())
+    out_names = [em.names[i] for i in out_ids] if options.keep_var_name else \
+        [f"unnamed{i}" for i in range(len(out_ids))]
+    result = DumpResult(len(em.oprs), len(data), value_bytes, 0, sorted(input_names),
+                        out_names, [])
+    return data, result
+
+
+def _offset_vector(b, start, offsets: list[int]) -> int:
+    start(b, len(offsets))
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _uint_vector(b, start, values) -> int:
+    start(b, len(values))
+    for v in reversed(list(values)):
+        b.PrependUint32(int(v))
+    return b.EndVector()
+
+
+def _build_dtype(b, dtype: str) -> int:
+    from .generated import DType
+    DType.Start(b)
+    enum = _dt.info(dtype).mge_enum
+    if enum:
+        DType.AddType(b, enum)
+    return DType.End(b)
+
+
+def _bytes_vector(b, raw: bytes, alignment: int = 16) -> int:
+    """A [ubyte] vector whose payload is `alignment`-aligned (tensor data)."""
+    b.StartVector(1, len(raw), alignment)
+    b.head = b.head - len(raw)
+    b.Bytes[b.head:b.head + len(raw)] = raw
+    return b.EndVector()
+
+
+def _build_tensor(b, t: _Tensor) -> tuple[int, int]:
+    from .generated import CompNode, DefaultTensorFormat, Tensor, TensorFormat
+    name = b.CreateString(t.name) if t.name else None
+    shape = _uint_vector(b, Tensor.StartShapeVector, t.shape)
+    loc = b.CreateString(COMP_NODE)
+    CompNode.Start(b)
+    CompNode.AddLogicalLocator(b, loc)
+    comp = CompNode.End(b)
+    dtype = _build_dtype(b, t.dtype)
+    DefaultTensorFormat.Start(b)
+    fmt = DefaultTensorFormat.End(b)
+    data, nbytes = None, 0
+    if t.data is not None:
+        raw = np.ascontiguousarray(t.data, dtype=t.dtype).astype(
+            np.dtype(t.dtype).newbyteorder("<"), copy=False).tobytes()
+        data, nbytes = _bytes_vector(b, raw), len(raw)
+    Tensor.Start(b)
+    if name is not None:
+        Tensor.AddName(b, name)
+    Tensor.AddShape(b, shape)
+    Tensor.AddCompNode(b, comp)
+    Tensor.AddDtype(b, dtype)
+    Tensor.AddFormatType(b, TensorFormat.TensorFormat.DefaultTensorFormat)
+    Tensor.AddFormat(b, fmt)
+    if data is not None:
+        Tensor.AddData(b, data)
+    return Tensor.End(b), nbytes
+
+
+def _build_opr(b, opr: _Opr, index: int, options: DumpOptions) -> tuple[int, int]:
+    from .generated import Operator
+    type_id, version = identity(opr.type)
+    tensors, nbytes = [], 0
+    for t in opr.tensors:
+        off, n = _build_tensor(b, t)
+        tensors.append(off)
+        nbytes += n
+    params = [(tables.union_index(tbl), _build_param(b, tbl, f)) for tbl, f in opr.params]
+    extra_types = extra = None
+    if len(params) > 1:
+        Operator.StartAdditionalParamsTypeVector(b, len(params) - 1)
+        for kind, _ in reversed(params[1:]):
+            b.PrependUint8(kind)
+        extra_types = b.EndVector()
+        extra = _offset_vector(b, Operator.StartAdditionalParamsVector, [o for _, o in params[1:]])
+    type_str = b.CreateString(opr.type)
+    name = b.CreateString(opr.name) if options.keep_opr_name else None
+    inputs = _uint_vector(b, Operator.StartInputsVector, opr.inputs) if opr.inputs else None
+    outputs = _uint_vector(b, Operator.StartOutputsVector, opr.outputs)
+    tensors_vec = _offset_vector(b, Operator.StartTensorsVector, tensors) if tensors else None
+    Operator.Start(b)
+    Operator.AddType(b, type_str)
+    Operator.AddTypeId(b, type_id)
+    if name is not None:
+        Operator.AddName(b, name)
+    if params:
+        Operator.AddParamType(b, params[0][0])
+        Operator.AddParam(b, params[0][1])
+    if extra is not None:
+        Operator.AddAdditionalParamsType(b, extra_types)
+        Operator.AddAdditionalParams(b, extra)
+    if inputs is not None:
+        Operator.AddInputs(b, inputs)
+    Operator.AddOutputs(b, outputs)
+    if tensors_vec is not None:
+        Operator.AddTensors(b, tensors_vec)
+    Operator.AddOprVersion(b, version)
+    if options.keep_opr_priority:
+        source = opr.type in ("Host2DeviceCopy", "ImmutableTensor")
+        Operator.AddPriority(b, INT_MIN if source else index)
+    return Operator.End(b), nbytes
+
+
+def _build_param(b, table: str, fields: dict) -> int:
+    return tables.build(b, table, fields)
+
+
+def _build_metadata(b, options: DumpOptions) -> int:
+    from .generated import Metadata
+    info = pickle.dumps(options.user_info) if options.enable_metadata else b""
+    s = b.CreateString(info)
+    Metadata.Start(b)
+    if options.enable_metadata:
+        Metadata.AddIsValid(b, True)
+        if options.optimize_options:
+            Metadata.AddOptimizeOptions(b, options.optimize_options)
+    Metadata.AddUserInfo(b, s)
+    return Metadata.End(b)

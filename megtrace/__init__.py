@@ -1,0 +1,20 @@
+"""megtrace: MegEngine's `trace` and `dump`, rebuilt on Apache TVM.
+
+`import megtrace as mge` gives MegEngine's tensor, functional and module API on NumPy;
+`megtrace.jit.trace` compiles traced functions with TVM; `trace.dump` writes MegEngine
+FBS_V2 models and `load_graph` runs them. TVM and flatbuffers load only when needed.
+"""
+from . import functional, jit, module
+from .dtype import float16, float32, int8, int16, int32, uint8
+from .errors import (CompileError, DTypeError, FormatError, MegtraceError, ShapeError,
+                     TraceError, UnsupportedOpError)
+from .graph_io import LoadedGraph, load_graph
+from .serialization import load, save
+from .tensor import Parameter, Tensor, tensor
+
+__version__ = "0.1.0"
+
+__all__ = ["CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
+           "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedOpError",
+           "float16", "float32", "functional", "int8", "int16", "int32", "jit", "load",
+           "load_graph", "module", "save", "tensor", "uint8"]

@@ -1,0 +1,60 @@
+"""The one funnel every operator call goes through: run eagerly, or record into a trace.
+
+`apply(op, *tensors, **params)` runs `op.eager` on NumPy when no trace is active, and
+hands the call to the active recorder otherwise (JAX's bind, tinygrad's _apply_uop).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .ops import OpDef, get
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+class Recorder(Protocol):
+    def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
+
+
+_active: list[Recorder] = []
+
+
+def active_recorder() -> Recorder | None:
+    return _active[-1] if _active else None
+
+
+class recording:
+    """Context manager that makes `recorder` receive every op applied inside it."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+
+    def __enter__(self):
+        _active.append(self.recorder)
+        return self.recorder
+
+    def __exit__(self, *exc):
+        _active.pop()
+        return False
+
+
+def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
+    """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
+    from .tensor import Tensor
+
+    op = get(op) if isinstance(op, str) else op
+    rec = active_recorder()
+    if rec is not None:
+        outs = rec.record(op, inputs, params)
+    else:
+        kwargs = dict(op.bind(params))
+        arrays = [t._value for t in inputs]
+        op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
+        outs = tuple(Tensor._wrap(v) for v in op.run_eager(arrays, kwargs))
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _type_of(array):
+    from .ir import TensorType
+    return TensorType.of(array)

@@ -1,0 +1,70 @@
+"""The dtype table: names, NumPy dtypes, TVM strings and MegEngine's file enum, in one place.
+
+MegEngine computes in float32 and int32 by default; values coming from Python or NumPy
+(float64, int64) are narrowed the way `megengine.tensor` does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import DTypeError
+
+
+@dataclass(frozen=True)
+class DTypeInfo:
+    name: str          # MegEngine / NumPy spelling, e.g. "float32"
+    short: str         # used in the IR's text form, e.g. "f32"
+    mge_enum: int      # DTypeEnum value in .mge files
+
+
+_TABLE = [
+    DTypeInfo("float32", "f32", 0),
+    DTypeInfo("uint8", "u8", 1),
+    DTypeInfo("int8", "i8", 2),
+    DTypeInfo("int16", "i16", 3),
+    DTypeInfo("int32", "i32", 4),
+    DTypeInfo("float16", "f16", 9),
+    DTypeInfo("bool", "bool", 18),
+    DTypeInfo("uint16", "u16", 19),
+]
+BY_NAME = {d.name: d for d in _TABLE}
+BY_MGE_ENUM = {d.mge_enum: d for d in _TABLE}
+
+float32, int32, uint8, int8, int16, float16, bool_ = (
+    "float32", "int32", "uint8", "int8", "int16", "float16", "bool")
+
+_NARROW = {"float64": "float32", "int64": "int32", "uint64": "int32", "uint32": "int32"}
+
+
+def canonical(dtype) -> str:
+    """Return the megtrace dtype name for anything NumPy accepts as a dtype."""
+    try:
+        name = np.dtype(dtype).name
+    except TypeError as e:
+        raise DTypeError(f"dtype: {dtype!r} is not a dtype") from e
+    name = _NARROW.get(name, name)
+    if name not in BY_NAME:
+        raise DTypeError(f"dtype: {name} is not supported; expected one of {sorted(BY_NAME)}")
+    return name
+
+
+def info(dtype: str) -> DTypeInfo:
+    return BY_NAME[canonical(dtype)]
+
+
+def as_array(value, dtype=None) -> np.ndarray:
+    """Convert a Python/NumPy value into an array with a megtrace dtype."""
+    arr = np.asarray(value)
+    target = canonical(dtype if dtype is not None else arr.dtype)
+    return np.ascontiguousarray(arr.astype(target, copy=False))
+
+
+def promote(*dtypes: str) -> str:
+    """Result dtype of an elementwise op on tensors (float wins; never float64)."""
+    return canonical(np.result_type(*dtypes))
+
+
+def is_float(dtype: str) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.floating)

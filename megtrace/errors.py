@@ -1,0 +1,34 @@
+"""megtrace's exception classes.
+
+Each one also subclasses the builtin a user would catch (a bad shape is a ValueError, a
+bad dtype a TypeError), so `except ValueError` keeps working on code written for NumPy.
+"""
+from __future__ import annotations
+
+
+class MegtraceError(Exception):
+    """Base class of every error megtrace raises on purpose."""
+
+
+class ShapeError(MegtraceError, ValueError):
+    """Operand shapes that an operator cannot accept."""
+
+
+class DTypeError(MegtraceError, TypeError):
+    """Operand dtypes that an operator cannot accept."""
+
+
+class TraceError(MegtraceError, RuntimeError):
+    """Misuse of `trace` (MegEngine raises `TraceError` with the same wording)."""
+
+
+class UnsupportedOpError(MegtraceError, NotImplementedError):
+    """An operator that a backend (TVM lowering, the .mge writer or reader) cannot handle."""
+
+
+class FormatError(MegtraceError, ValueError):
+    """A model file that is not a valid MegEngine model (truncated, bad magic, bad offsets)."""
+
+
+class CompileError(MegtraceError, RuntimeError):
+    """TVM failed to build a graph; the TVM message is attached as the cause."""

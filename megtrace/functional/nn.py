@@ -1,0 +1,117 @@
+"""Neural-network functions with MegEngine's names, arguments and defaults."""
+from __future__ import annotations
+
+from typing import Optional, Tuple, Union
+
+from ..dispatch import apply
+from ..errors import TraceError
+from ..ops._rules import pair
+from ..tensor import Tensor
+from ._convert import require_tensor
+from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
+
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu"]
+
+IntPair = Union[int, Tuple[int, int]]
+
+
+def _check_mode(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    value = str(value).lower()
+    if value not in allowed:
+        raise ValueError(f"{name}: expected one of {allowed}, got {value!r}")
+    return value
+
+
+def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntPair = 1,
+           padding: IntPair = 0, dilation: IntPair = 1, groups: int = 1,
+           conv_mode: str = "cross_correlation", compute_mode: str = "default") -> Tensor:
+    """2D convolution (NCHW). With `groups > 1` the weight is 5-d
+    `(groups, out_channels // groups, in_channels // groups, kh, kw)`, as in MegEngine."""
+    _check_mode("conv2d: conv_mode", conv_mode, ("cross_correlation",))
+    _check_mode("conv2d: compute_mode", compute_mode, ("default", "float32"))
+    inp, weight = require_tensor("conv2d", inp), require_tensor("conv2d", weight)
+    if groups != 1 and weight.ndim != 5:
+        raise ValueError(f"conv2d: with groups={groups} the weight must be 5-d (groups, "
+                         f"oc/groups, ic/groups, kh, kw); got shape {weight.shape}")
+    if weight.ndim == 5 and weight.shape[0] != groups:
+        raise ValueError(f"conv2d: weight has {weight.shape[0]} groups, groups={groups}")
+    out = apply("conv2d", inp, weight, stride=pair("stride", stride),
+                padding=pair("padding", padding), dilation=pair("dilation", dilation))
+    return out if bias is None else add(out, bias)
+
+
+def max_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
+               padding: IntPair = 0) -> Tensor:
+    """2D max pooling; `stride` defaults to `kernel_size`."""
+    kernel = pair("kernel_size", kernel_size)
+    return apply("pool2d", require_tensor("max_pool2d", inp), mode="max", kernel=kernel,
+                 stride=pair("stride", stride if stride is not None else kernel),
+                 padding=pair("padding", padding))
+
+
+def avg_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
+               padding: IntPair = 0, mode: str = "average_count_exclude_padding") -> Tensor:
+    """2D average pooling; `mode` is "average" (padding counted) or
+    "average_count_exclude_padding" (the default)."""
+    mode = _check_mode("avg_pool2d: mode", mode, ("average", "average_count_exclude_padding"))
+    kernel = pair("kernel_size", kernel_size)
+    return apply("pool2d", require_tensor("avg_pool2d", inp), mode=mode, kernel=kernel,
+                 stride=pair("stride", stride if stride is not None else kernel),
+                 padding=pair("padding", padding))
+
+
+def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
+               running_var: Optional[Tensor] = None, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, *, training: bool = False,
+               momentum: float = 0.9, eps: float = 1e-5, inplace: bool = True,
+               compute_mode: str = "default", param_dim: str = "dim_1c11") -> Tensor:
+    """Batch normalization over NCHW. In training mode the batch statistics are used and,
+    with `inplace`, the running statistics are updated (`momentum` weights the old value)."""
+    from ..functional.tensor_ops import reshape
+    from ..tensor import Tensor as T
+    import numpy as np
+
+    _check_mode("batch_norm: param_dim", param_dim, ("dim_1c11",))
+    inp = require_tensor("batch_norm", inp)
+    c = inp.shape[1]
+
+    def stat(t, fill):
+        if t is None:
+            return T(np.full((1, c, 1, 1), fill, np.float32))
+        return t if t.ndim == 4 else reshape(t, (1, c, 1, 1))
+
+    w, b = stat(weight, 1.0), stat(bias, 0.0)
+    if not training:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are required when "
+                             "training=False")
+        return apply("batch_norm", inp, w, b, stat(running_mean, 0.0), stat(running_var, 1.0),
+                     eps=float(eps))
+    y, mean, var = apply("batch_norm_train", inp, w, b, eps=float(eps))
+    if inplace and running_mean is not None and running_var is not None:
+        if mean._value is None:
+            raise TraceError("batch_norm: training-mode statistics cannot be updated inside "
+                             "a symbolic trace")
+        n = inp.size / c
+        unbiased = var.numpy() * (n / max(n - 1, 1))
+        running_mean._set_value(running_mean.numpy() * momentum
+                                + mean.numpy().reshape(running_mean.shape) * (1 - momentum))
+        running_var._set_value(running_var.numpy() * momentum
+                               + unbiased.reshape(running_var.shape) * (1 - momentum))
+    return y
+
+
+def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: bool = False,
+           compute_mode: str = "default", format: str = "default") -> Tensor:
+    """Matrix product of the last two axes; leading axes broadcast (batched matmul)."""
+    _check_mode("matmul: compute_mode", compute_mode, ("default", "float32"))
+    _check_mode("matmul: format", format, ("default",))
+    return apply("matmul", require_tensor("matmul", inp1), require_tensor("matmul", inp2),
+                 transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
+
+
+def linear(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+           compute_mode: str = "default", format: str = "default") -> Tensor:
+    """`inp @ weight.T + bias`, with `weight` of shape (out_features, in_features)."""
+    out = matmul(inp, weight, transpose_b=True, compute_mode=compute_mode, format=format)
+    return out if bias is None else add(out, bias)

@@ -1,0 +1,34 @@
+"""Shape functions with MegEngine's names (`F.reshape`, `F.flatten`, `F.concat`)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .. import dtype as _dt
+from ..dispatch import apply
+from ..tensor import Tensor
+from ._convert import cast, require_tensor
+
+__all__ = ["reshape", "flatten", "concat", "astype"]
+
+
+def reshape(inp: Tensor, target_shape: Sequence[int] | int) -> Tensor:
+    """Reshape to `target_shape`; one entry may be -1."""
+    shape = (target_shape,) if isinstance(target_shape, int) else tuple(target_shape)
+    return apply("reshape", require_tensor("reshape", inp), shape=tuple(int(d) for d in shape))
+
+
+def flatten(inp: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
+    """Merge axes `start_axis..end_axis` into one."""
+    return apply("flatten", require_tensor("flatten", inp), start_axis=int(start_axis),
+                 end_axis=int(end_axis))
+
+
+def concat(inps: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis."""
+    tensors = [require_tensor("concat", t) for t in inps]
+    return apply("concat", *tensors, axis=int(axis))
+
+
+def astype(x: Tensor, dtype) -> Tensor:
+    """Convert to `dtype` (MegEngine's `Tensor.astype`; a TypeCvt operator)."""
+    return cast(require_tensor("astype", x), _dt.canonical(dtype))

@@ -1,0 +1,42 @@
+"""Flattening a traced function's return value (Tensor, list/tuple, dict) and back."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import TraceError
+from ..tensor import Tensor
+
+
+def flatten_outputs(result: Any) -> tuple[list[Tensor], Any]:
+    """Leaves in order plus a tree describing the structure. MegEngine rejects dicts;
+    megtrace accepts them (keys in insertion order)."""
+    if isinstance(result, Tensor):
+        return [result], "tensor"
+    if isinstance(result, (list, tuple)):
+        _check(result)
+        return list(result), (type(result), len(result))
+    if isinstance(result, dict):
+        _check(result.values())
+        return list(result.values()), (dict, tuple(result))
+    if result is None:
+        return [], None
+    raise TraceError("Only support return tensors when capture_as_const is enabled; the "
+                     f"traced function returned {type(result).__name__}")
+
+
+def _check(items) -> None:
+    for item in items:
+        if not isinstance(item, Tensor):
+            raise TraceError("a traced function must return Tensors (or a list/tuple/dict of "
+                             f"them); got {type(item).__name__}")
+
+
+def rebuild_outputs(tree: Any, leaves: list[Tensor]) -> Any:
+    if tree is None:
+        return None
+    if tree == "tensor":
+        return leaves[0]
+    kind, spec = tree
+    if kind is dict:
+        return dict(zip(spec, leaves))
+    return kind(leaves)

@@ -1,0 +1,209 @@
+"""Neural-network operators: convolution, pooling, batch normalization."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import DTypeError, ShapeError
+from ..ir import TensorType
+from ._rules import same_dtype
+from .registry import MgeChoice, MgeOpr, OpDef, register
+
+# -- conv2d ---------------------------------------------------------------------------
+# Weights are MegEngine's: dense (OC, IC, KH, KW), grouped 5-D (G, OC/G, IC/G, KH, KW).
+
+
+def _conv_geometry(x: TensorType, w: TensorType, stride, padding, dilation):
+    if x.ndim != 4:
+        raise ShapeError(f"conv2d: input must be 4-d NCHW; got {x}")
+    if w.ndim == 4:
+        groups, (oc, icg, kh, kw) = 1, w.shape
+        ocg = oc
+    elif w.ndim == 5:
+        groups, ocg, icg, kh, kw = w.shape
+        oc = groups * ocg
+    else:
+        raise ShapeError(f"conv2d: weight must be 4-d (OC,IC,KH,KW) or 5-d grouped; got {w}")
+    if x.shape[1] != groups * icg:
+        raise ShapeError(f"conv2d: input has {x.shape[1]} channels, weight {w} expects "
+                         f"{groups * icg}")
+    oh = (x.shape[2] + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (x.shape[3] + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"conv2d: kernel {kh}x{kw} does not fit input {x} with padding "
+                         f"{padding}")
+    return groups, oc, ocg, icg, kh, kw, oh, ow
+
+
+def _conv2d_infer(x, w, *, stride, padding, dilation):
+    same_dtype("conv2d", x, w)
+    if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or min(padding) < 0:
+        raise ValueError(f"conv2d: stride/dilation must be positive and padding >= 0; got "
+                         f"stride={stride}, padding={padding}, dilation={dilation}")
+    _, oc, _, _, _, _, oh, ow = _conv_geometry(x, w, stride, padding, dilation)
+    return TensorType((x.shape[0], oc, oh, ow), x.dtype)
+
+
+def _conv2d_eager(x, w, *, stride, padding, dilation):
+    g, oc, ocg, icg, kh, kw, oh, ow = _conv_geometry(TensorType.of(x), TensorType.of(w),
+                                                     stride, padding, dilation)
+    xp = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+    span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
+    win = sliding_window_view(xp, span, axis=(2, 3))
+    win = win[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]][:, :, :oh, :ow]
+    wg = w.reshape(g, ocg, icg, kh, kw)
+    outs = [np.tensordot(win[:, i * icg:(i + 1) * icg], wg[i], axes=([1, 4, 5], [1, 2, 3]))
+            for i in range(g)]
+    out = np.concatenate(outs, axis=-1) if g > 1 else outs[0]
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(x.dtype)
+
+
+def _conv2d_lower(L, x, w, *, stride, padding, dilation):
+    wt = L.types[1]
+    groups = 1
+    if wt.ndim == 5:
+        groups = wt.shape[0]
+        w = L.R.reshape(w, (wt.shape[0] * wt.shape[1],) + wt.shape[2:])
+    return L.R.nn.conv2d(x, w, strides=stride, padding=padding, dilation=dilation,
+                         groups=groups)
+
+
+def _conv2d_fields(p):
+    return {"pad_h": p["padding"][0], "pad_w": p["padding"][1],
+            "stride_h": p["stride"][0], "stride_w": p["stride"][1],
+            "dilate_h": p["dilation"][0], "dilate_w": p["dilation"][1]}
+
+
+def _conv2d_decode(f):
+    return {"stride": (f["stride_h"], f["stride_w"]), "padding": (f["pad_h"], f["pad_w"]),
+            "dilation": (f["dilate_h"], f["dilate_w"])}
+
+
+# MegEngine tells grouped from dense convolution by `sparse`; the weight's rank says which.
+_CONV = {sparse: MgeOpr("Convolution", "Convolution", fields=_conv2d_fields,
+                        decode=_conv2d_decode, match={"sparse": sparse},
+                        extra=(("ExecutionPolicy", {}),))
+         for sparse in ("DENSE", "GROUP")}
+
+register(OpDef(
+    "conv2d", eager=_conv2d_eager, infer=_conv2d_infer, lower=_conv2d_lower,
+    params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
+    mge=MgeChoice(lambda types: _CONV["GROUP" if types[1].ndim == 5 else "DENSE"],
+                  tuple(_CONV.values())),
+))
+
+# -- pooling --------------------------------------------------------------------------
+_POOL_MODES = {"max": "MAX_", "average": "AVERAGE",
+               "average_count_exclude_padding": "AVERAGE_COUNT_EXCLUDE_PADDING"}
+
+
+def _pool_infer(x, *, mode, kernel, stride, padding):
+    if x.ndim != 4:
+        raise ShapeError(f"pool2d: input must be 4-d NCHW; got {x}")
+    if mode not in _POOL_MODES:
+        raise ValueError(f"pool2d: mode must be one of {sorted(_POOL_MODES)}; got {mode!r}")
+    oh = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
+    ow = (x.shape[3] + 2 * padding[1] - kernel[1]) // stride[1] + 1
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"pool2d: window {kernel} does not fit input {x}")
+    return TensorType((x.shape[0], x.shape[1], oh, ow), x.dtype)
+
+
+def _pool_eager(x, *, mode, kernel, stride, padding):
+    out_t = _pool_infer(TensorType.of(x), mode=mode, kernel=kernel, stride=stride,
+                        padding=padding)
+    oh, ow = out_t.shape[2:]
+    pads = ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2)
+    fill = -np.inf if mode == "max" else 0
+    xp = np.pad(x.astype(np.float64), pads, constant_values=fill)
+    win = sliding_window_view(xp, kernel, axis=(2, 3))[:, :, ::stride[0], ::stride[1]]
+    win = win[:, :, :oh, :ow]
+    if mode == "max":
+        return win.max(axis=(4, 5)).astype(x.dtype)
+    total = win.sum(axis=(4, 5))
+    if mode == "average":
+        return (total / (kernel[0] * kernel[1])).astype(x.dtype)
+    ones = np.pad(np.ones(x.shape[2:]), pads[2:])
+    count = sliding_window_view(ones, kernel)[::stride[0], ::stride[1]][:oh, :ow].sum((2, 3))
+    return (total / count).astype(x.dtype)
+
+
+def _pool_lower(L, x, *, mode, kernel, stride, padding):
+    if mode == "max":
+        return L.R.nn.max_pool2d(x, pool_size=kernel, strides=stride, padding=padding)
+    return L.R.nn.avg_pool2d(x, pool_size=kernel, strides=stride, padding=padding,
+                             count_include_pad=(mode == "average"))
+
+
+register(OpDef(
+    "pool2d", eager=_pool_eager, infer=_pool_infer, lower=_pool_lower,
+    params={"mode": "max", "kernel": (2, 2), "stride": (2, 2), "padding": (0, 0)},
+    mge=MgeOpr(
+        "PoolingV1", "Pooling",
+        fields=lambda p: {"mode": _POOL_MODES[p["mode"]], "pad_h": p["padding"][0],
+                          "pad_w": p["padding"][1], "stride_h": p["stride"][0],
+                          "stride_w": p["stride"][1], "window_h": p["kernel"][0],
+                          "window_w": p["kernel"][1]},
+        decode=lambda f: {"mode": {v: k for k, v in _POOL_MODES.items()}[f["mode"]],
+                          "kernel": (f["window_h"], f["window_w"]),
+                          "stride": (f["stride_h"], f["stride_w"]),
+                          "padding": (f["pad_h"], f["pad_w"])}),
+))
+
+# -- batch normalization (inference) --------------------------------------------------
+# Inputs follow MegEngine's BatchNorm opr: x, weight (scale), bias, running mean, var;
+# statistics are (1, C, 1, 1).
+
+
+def _bn_infer(x, weight, bias, mean, var, *, eps):
+    if x.ndim != 4:
+        raise ShapeError(f"batch_norm: input must be 4-d NCHW; got {x}")
+    stat = (1, x.shape[1], 1, 1)
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", mean),
+                    ("running_var", var)):
+        if t.shape != stat:
+            raise ShapeError(f"batch_norm: {name} must have shape {stat}; got {t}")
+        if t.dtype != x.dtype:
+            raise DTypeError(f"batch_norm: {name} is {t}, input is {x}")
+    return x
+
+
+def _bn_eager(x, weight, bias, mean, var, *, eps):
+    inv = 1.0 / np.sqrt(var.astype(np.float64) + eps)
+    return ((x - mean) * inv * weight + bias).astype(x.dtype)
+
+
+def _bn_lower(L, x, weight, bias, mean, var, *, eps):
+    R = L.R
+    scale = R.multiply(R.rsqrt(R.add(var, L.const(eps, L.types[0].dtype))), weight)
+    return R.add(R.multiply(R.subtract(x, mean), scale), bias)
+
+
+register(OpDef(
+    "batch_norm", eager=_bn_eager, infer=_bn_infer, lower=_bn_lower, params={"eps": 1e-5},
+    mge=MgeOpr("BatchNormV1", "BN",
+               fields=lambda p: {"param_dim": "DIM_1C11", "fwd_mode": "INFERENCE",
+                                 "epsilon": p["eps"]},
+               decode=lambda f: {"eps": f["epsilon"]}, outputs=4, result=3),
+))
+
+
+def _bn_train_infer(x, weight, bias, *, eps):
+    if x.ndim != 4:
+        raise ShapeError(f"batch_norm: input must be 4-d NCHW; got {x}")
+    stat = TensorType((1, x.shape[1], 1, 1), x.dtype)
+    return x, stat, stat
+
+
+def _bn_train_eager(x, weight, bias, *, eps):
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=(0, 2, 3), keepdims=True)
+    var = x64.var(axis=(0, 2, 3), keepdims=True)
+    y = (x64 - mean) / np.sqrt(var + eps) * weight + bias
+    return y.astype(x.dtype), mean.astype(x.dtype), var.astype(x.dtype)
+
+
+# Training-mode statistics: eager only. MegEngine refuses to dump it ("maybe you forget
+# to do model.eval()?"), and compiling training graphs is not supported yet.
+register(OpDef("batch_norm_train", eager=_bn_train_eager, infer=_bn_train_infer,
+               params={"eps": 1e-5}))

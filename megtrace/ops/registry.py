@@ -1,0 +1,118 @@
+"""`OpDef`: the one declaration of an operator that every layer reads.
+
+An OpDef carries the NumPy reference (`eager`), the shape/dtype rule (`infer`), the
+Relax lowering (`lower`, given `tvm.relax.op` as `R` by relay_bridge, so op files never
+import TVM) and how the op is written to and read from a MegEngine model (`mge`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import UnsupportedOpError
+
+_REGISTRY: dict[str, "OpDef"] = {}
+
+
+@dataclass(frozen=True)
+class MgeOpr:
+    """One MegEngine operator that an op is written as (and read back from).
+
+    `type` is MegEngine's serialized registry name ("Elemwise", "MatrixMulV2"); `param`
+    the OperatorParam member; `fields(params)` the param table's fields, spelled as in
+    MegEngine's schema (enum values by name); `match` the fields that identify this op
+    among others sharing `type` (the Elemwise mode); `decode(fields)` recovers our
+    params; `extra` lists additional params (name, fields) written after the first.
+    """
+
+    type: str
+    param: str | None = None
+    fields: Callable[[dict], dict] | None = None
+    match: Mapping[str, Any] = field(default_factory=dict)
+    decode: Callable[[dict], dict] | None = None
+    extra: tuple[tuple[str, dict], ...] = ()
+    outputs: int = 1        # non-volatile outputs of the MegEngine opr
+    result: int = 0         # which of them is the op's result (BatchNorm: the last)
+
+    def fields_for(self, params: dict) -> dict:
+        out = dict(self.match)
+        if self.fields is not None:
+            out.update(self.fields(params))
+        return out
+
+
+@dataclass(frozen=True)
+class MgeComposite:
+    """An op written as several MegEngine oprs (flatten: GetVarShape, Subtensor, Concat,
+    Reshape, exactly as MegEngine dumps it). `emit(em, types, params, inputs)` gets the
+    writer's emitter (`em.opr(MgeOpr, fields, inputs)`, `em.const(array)`) and returns
+    the id of the result."""
+
+    emit: Callable[..., int]
+
+
+@dataclass(frozen=True)
+class MgeChoice:
+    """Several MegEngine oprs for one op, picked by the input types (dense vs grouped
+    convolution, MatrixMul vs BatchedMatrixMul); `choose` returns None when no opr fits."""
+
+    choose: Callable[[Sequence[Any]], MgeOpr | None]
+    specs: tuple[MgeOpr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class OpDef:
+    name: str
+    eager: Callable[..., Any]
+    infer: Callable[..., Any]
+    lower: Callable[..., Any] | None = None
+    mge: MgeOpr | MgeComposite | MgeChoice | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    fold_from_types: bool = False   # value depends only on input types (get_shape)
+
+    def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise TypeError(f"{self.name}: unexpected parameter(s) {sorted(unknown)}; "
+                            f"expected {sorted(self.params)}")
+        merged = {**self.params, **params}
+        return tuple((k, _freeze(merged[k])) for k in self.params)
+
+    def infer_types(self, types: Sequence[Any], kwargs: dict) -> tuple:
+        out = self.infer(*types, **kwargs)
+        return out if isinstance(out, tuple) else (out,)
+
+    def run_eager(self, arrays: Sequence[np.ndarray], kwargs: dict) -> tuple[np.ndarray, ...]:
+        out = self.eager(*arrays, **kwargs)
+        return out if isinstance(out, tuple) else (out,)
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name})"
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in _REGISTRY:
+        raise ValueError(f"register: operator {op.name!r} is declared twice")
+    _REGISTRY[op.name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnsupportedOpError(f"{name}: no such operator in megtrace") from None
+
+
+def all_ops() -> list[OpDef]:
+    return list(_REGISTRY.values())

@@ -1,0 +1,183 @@
+"""Shape operators: reshape, flatten, get_shape, subtensor, concat, astype.
+
+`get_shape`'s value depends only on its input's type, so the graph folds it into a
+constant (MegEngine's static shape inference); Subtensor/Concat on shapes then fold too,
+and a Reshape whose target comes from them gets a static shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtype as _dt
+from ..errors import ShapeError
+from ..ir import TensorType
+from ._rules import norm_axis
+from .registry import MgeComposite, MgeOpr, OpDef, register
+
+GET_VAR_SHAPE = MgeOpr("GetVarShapeV1", "OptionalAxisV1")
+SUBTENSOR = MgeOpr("Subtensor", "IndexDescMaskDump")
+CONCAT = MgeOpr("Concat", "Axis", fields=lambda p: {"axis": p["axis"]},
+                decode=lambda f: {"axis": f["axis"]})
+RESHAPE = MgeOpr("ReshapeV1", "OptionalAxisV1")
+TYPE_CVT = MgeOpr("TypeCvtV2", "DType", fields=lambda p: {"type": _dt.info(p["dtype"]).mge_enum},
+                  decode=lambda f: {"dtype": _dt.BY_MGE_ENUM[f["type"]].name})
+
+
+def _dummy(t: TensorType) -> np.ndarray:
+    zero = np.zeros((), t.dtype)
+    return np.lib.stride_tricks.as_strided(zero, t.shape, (0,) * t.ndim)
+
+
+# -- reshape --------------------------------------------------------------------------
+def resolve_shape(op: str, size: int, shape) -> tuple[int, ...]:
+    shape = tuple(int(d) for d in shape)
+    unknown = [i for i, d in enumerate(shape) if d == -1]
+    if len(unknown) > 1 or any(d < -1 for d in shape):
+        raise ShapeError(f"{op}: target shape {shape} may hold at most one -1 and no other "
+                         "negative value")
+    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if unknown:
+        if known == 0 or size % known:
+            raise ShapeError(f"{op}: cannot reshape {size} elements into {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    elif known != size:
+        raise ShapeError(f"{op}: cannot reshape {size} elements into {shape}")
+    return shape
+
+
+def _reshape_emit(em, types, p, inputs):
+    shape = p["shape"]
+    fields = {"axis": shape.index(-1)} if -1 in shape else {}
+    return em.opr(RESHAPE, fields, [inputs[0], em.const(np.array(shape, np.int32))])
+
+
+register(OpDef(
+    "reshape", params={"shape": ()},
+    eager=lambda x, *, shape: x.reshape(shape),
+    infer=lambda x, *, shape: TensorType(resolve_shape("reshape", x.size, shape), x.dtype),
+    lower=lambda L, x, *, shape: L.R.reshape(x, L.out.shape),
+    mge=MgeComposite(_reshape_emit),
+))
+
+
+# -- flatten --------------------------------------------------------------------------
+def _flatten_axes(t: TensorType, start_axis: int, end_axis: int) -> tuple[int, int]:
+    if t.ndim == 0:
+        return 0, -1
+    s, e = norm_axis("flatten", start_axis, t.ndim), norm_axis("flatten", end_axis, t.ndim)
+    if s > e:
+        raise ShapeError(f"flatten: start_axis {start_axis} is after end_axis {end_axis} "
+                         f"for {t}")
+    return s, e
+
+
+def _flatten_infer(x, *, start_axis, end_axis):
+    if x.ndim == 0:
+        return TensorType((1,), x.dtype)
+    s, e = _flatten_axes(x, start_axis, end_axis)
+    mid = int(np.prod(x.shape[s:e + 1], dtype=np.int64))
+    return TensorType(x.shape[:s] + (mid,) + x.shape[e + 1:], x.dtype)
+
+
+def _flatten_emit(em, types, p, inputs):
+    """Keep the batch symbolic, as MegEngine does: tshape = concat(shape[:s], -1, shape[e+1:])."""
+    (t,), x = types, inputs[0]
+    s, e = _flatten_axes(t, p["start_axis"], p["end_axis"])
+    i32 = lambda *v: em.const(np.array(v, np.int32))  # noqa: E731
+    shape = em.opr(GET_VAR_SHAPE, {}, [x]) if (s > 0 or e < t.ndim - 1) else None
+    parts = []
+    if s > 0:
+        item = {"axis": 0, "begin": False, "end": True, "step": False, "idx": False}
+        parts.append(em.opr(SUBTENSOR, {"items": [item]}, [shape, i32(s)]))
+    parts.append(i32(-1))
+    if e < t.ndim - 1:
+        item = {"axis": 0, "begin": True, "end": False, "step": False, "idx": False}
+        parts.append(em.opr(SUBTENSOR, {"items": [item]}, [shape, i32(e + 1)]))
+    tshape = em.opr(CONCAT, {"axis": 0}, parts) if len(parts) > 1 else parts[0]
+    return em.opr(RESHAPE, {"axis": s}, [x, tshape])
+
+
+register(OpDef(
+    "flatten", params={"start_axis": 0, "end_axis": -1},
+    eager=lambda x, *, start_axis, end_axis: x.reshape(
+        _flatten_infer(TensorType.of(x), start_axis=start_axis, end_axis=end_axis).shape),
+    infer=_flatten_infer,
+    lower=lambda L, x, **_: L.R.reshape(x, L.out.shape),
+    mge=MgeComposite(_flatten_emit),
+))
+
+# -- get_shape ------------------------------------------------------------------------
+register(OpDef(
+    "get_shape", fold_from_types=True,
+    eager=lambda x: np.array(x.shape, np.int32),
+    infer=lambda x: TensorType((x.ndim,), "int32"),
+    mge=GET_VAR_SHAPE,
+))
+
+
+# -- subtensor ------------------------------------------------------------------------
+# index: one (axis, start, stop, step, idx) row per indexed axis; None marks "absent".
+def _index_tuple(ndim: int, index) -> tuple:
+    key: list = [slice(None)] * ndim
+    for axis, start, stop, step, idx in index:
+        key[axis] = int(idx) if idx is not None else slice(start, stop, step)
+    return tuple(key)
+
+
+def _subtensor_infer(x, *, index):
+    for row in index:
+        norm_axis("subtensor", row[0], max(x.ndim, 1))
+    try:
+        return TensorType(_dummy(x)[_index_tuple(x.ndim, index)].shape, x.dtype)
+    except IndexError as e:
+        raise ShapeError(f"subtensor: index {index} out of range for {x}: {e}") from None
+
+
+def _subtensor_lower(L, x, *, index):
+    R, t = L.R, L.types[0]
+    axes, begin, end, strides = [], [], [], []
+    for axis, start, stop, step, idx in index:
+        sl = slice(idx, idx + 1 if idx != -1 else None) if idx is not None else \
+            slice(start, stop, step)
+        b, e, s = sl.indices(t.shape[axis])
+        axes.append(axis), begin.append(b), end.append(e), strides.append(s)
+    return R.reshape(R.strided_slice(x, axes, begin, end, strides), L.out.shape)
+
+
+register(OpDef(
+    "subtensor", params={"index": ()},
+    eager=lambda x, *, index: np.ascontiguousarray(x[_index_tuple(x.ndim, index)]),
+    infer=_subtensor_infer, lower=_subtensor_lower,
+))
+
+
+# -- concat ---------------------------------------------------------------------------
+def _concat_infer(*xs, axis):
+    if not xs:
+        raise ShapeError("concat: needs at least one tensor")
+    first = xs[0]
+    ax = norm_axis("concat", axis, first.ndim)
+    for t in xs[1:]:
+        if t.dtype != first.dtype or t.ndim != first.ndim or \
+                t.shape[:ax] + t.shape[ax + 1:] != first.shape[:ax] + first.shape[ax + 1:]:
+            raise ShapeError(f"concat: {t} does not match {first} outside axis {axis}")
+    size = sum(t.shape[ax] for t in xs)
+    return TensorType(first.shape[:ax] + (size,) + first.shape[ax + 1:], first.dtype)
+
+
+register(OpDef(
+    "concat", params={"axis": 0},
+    eager=lambda *xs, axis: np.concatenate(xs, axis=axis),
+    infer=_concat_infer,
+    lower=lambda L, *xs, axis: L.R.concat(list(xs), axis=axis),
+    mge=CONCAT,
+))
+
+# -- astype ---------------------------------------------------------------------------
+register(OpDef(
+    "astype", params={"dtype": "float32"},
+    eager=lambda x, *, dtype: x.astype(dtype),
+    infer=lambda x, *, dtype: TensorType(x.shape, dtype),
+    lower=lambda L, x, *, dtype: L.R.astype(x, dtype),
+    mge=TYPE_CVT,
+))

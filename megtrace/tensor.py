@@ -1,0 +1,156 @@
+"""`Tensor`: MegEngine's tensor on NumPy, which a trace can also record.
+
+Outside a trace a Tensor is a NumPy array with MegEngine's dtypes and operators. Inside
+one it also carries the IR `Var` that produced it; in symbolic traces it has no value
+until the traced graph has run.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtype as _dt
+from .errors import TraceError
+
+_DEFAULT_DEVICE = "xpux"
+
+
+class Tensor:
+    __slots__ = ("_value", "_var", "_owner", "name", "__weakref__")
+    __array_priority__ = 1000  # make `ndarray + Tensor` dispatch to Tensor.__radd__
+
+    def __init__(self, data: Any = None, dtype: Any = None, device: str | None = None,
+                 *, name: str | None = None):
+        if isinstance(data, Tensor):
+            data = data.numpy()
+        if data is None:
+            data = []
+        if dtype is None and not isinstance(data, np.ndarray):
+            arr = np.asarray(data)
+            dtype = "float32" if arr.dtype.kind == "f" else None
+        self._value = _dt.as_array(data, dtype)
+        self._var = None
+        self._owner = None
+        self.name = name
+        from .dispatch import active_recorder
+        rec = active_recorder()
+        if rec is not None:
+            rec.created(self)
+
+    @classmethod
+    def _wrap(cls, value: np.ndarray | None, var=None, owner=None) -> "Tensor":
+        t = Tensor.__new__(Tensor)
+        t._value, t._var, t._owner, t.name = value, var, owner, None
+        return t
+
+    # -- attributes -------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._var.type.shape if self._var is not None else self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._var.type.dtype if self._var is not None else self._value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def device(self) -> str:
+        return _DEFAULT_DEVICE
+
+    def numpy(self) -> np.ndarray:
+        if self._value is None:
+            raise TraceError("trace error because value unreadable: this tensor was produced "
+                             "inside a symbolic trace and has no value yet")
+        return self._value.copy()
+
+    def item(self):
+        return self.numpy().item()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        return bool(self.numpy())
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        body = "<symbolic>" if self._value is None else np.array2string(
+            self._value, separator=", ", threshold=20)
+        extra = "" if self.dtype == np.float32 else f", dtype={self.dtype.name}"
+        return f"Tensor({body}{extra}, device={self.device}:0)"
+
+    # -- methods that are operators ---------------------------------------------------
+    def astype(self, dtype) -> "Tensor":
+        from . import functional as F
+        return F.astype(self, dtype)
+
+    def reshape(self, *shape) -> "Tensor":
+        from . import functional as F
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return F.reshape(self, shape)
+
+    def flatten(self, start_axis: int = 0, end_axis: int = -1) -> "Tensor":
+        from . import functional as F
+        return F.flatten(self, start_axis, end_axis)
+
+    def __reduce__(self):
+        return (type(self), (self.numpy(),), {"name": self.name} if self.name else None)
+
+    def __setstate__(self, state):
+        self.name = state.get("name")
+
+    def _set_value(self, value: np.ndarray) -> None:
+        """In-place update of a tensor's value (parameters, running statistics)."""
+        self._value = _dt.as_array(value, self._value.dtype)
+
+
+def _binary(name: str, reflected: bool = False):
+    def method(self, other):
+        from . import functional as F
+        fn = getattr(F, name)
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+for _dunder, _fname in (("add", "add"), ("sub", "sub"), ("mul", "mul"),
+                        ("truediv", "div"), ("pow", "pow")):
+    setattr(Tensor, f"__{_dunder}__", _binary(_fname))
+    setattr(Tensor, f"__r{_dunder}__", _binary(_fname, reflected=True))
+Tensor.__neg__ = lambda self: __import__("megtrace.functional", fromlist=["neg"]).neg(self)
+Tensor.__abs__ = lambda self: __import__("megtrace.functional", fromlist=["abs"]).abs(self)
+Tensor.__matmul__ = lambda self, o: __import__("megtrace.functional",
+                                               fromlist=["matmul"]).matmul(self, o)
+
+
+class Parameter(Tensor):
+    """A Tensor a Module owns and trains; `trace` freezes it only with capture_as_const."""
+
+    __slots__ = ()
+
+
+def tensor(data: Any = None, dtype: Any = None, device: str | None = None) -> Tensor:
+    """Create a Tensor (MegEngine's `megengine.tensor`); floats default to float32."""
+    return Tensor(data, dtype=dtype, device=device)

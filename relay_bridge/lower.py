@@ -1,0 +1,57 @@
+"""megtrace Graph -> Relax IRModule, one `OpDef.lower` per node (a converter table that
+is the op registry itself)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from megtrace.errors import UnsupportedOpError
+from megtrace.ir import Graph, TensorType
+
+from ._tvm import relax
+
+
+@dataclass
+class LowerContext:
+    """What an op's `lower` receives besides its Relax arguments."""
+
+    R: Any                      # tvm.relax.op
+    types: list[TensorType]     # input types
+    out: TensorType             # result type
+
+    def const(self, value, dtype: str):
+        import numpy as np
+        return relax().const(np.asarray(value, dtype=dtype), dtype)
+
+
+def to_relax(graph: Graph, func_name: str = "main"):
+    """Build an IRModule whose `main` takes the graph inputs and returns a tuple of outputs."""
+    rx = relax()
+    missing = sorted({n.op.name for n in graph.nodes if n.op.lower is None})
+    if missing:
+        raise UnsupportedOpError(f"to_relax: no Relax lowering for {', '.join(missing)}")
+    bb = rx.BlockBuilder()
+    params = [rx.Var(name, rx.TensorType(v.type.shape, v.type.dtype))
+              for v, name in zip(graph.inputs, _safe_names(graph.input_names))]
+    env = dict(zip(graph.inputs, params))
+    with bb.function(func_name, params):
+        with bb.dataflow():
+            for var, value in graph.consts.items():
+                env[var] = rx.const(value, var.type.dtype)
+            for node in graph.nodes:
+                ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type)
+                try:
+                    expr = node.op.lower(ctx, *(env[v] for v in node.inputs), **node.kwargs)
+                except Exception as e:
+                    e.add_note(f"while lowering {node.op.name} with inputs "
+                               f"{[str(t) for t in ctx.types]}")
+                    raise
+                env[node.outputs[0]] = bb.emit(expr)
+            out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _safe_names(names: list[str]) -> list[str]:
+    return [("v_" + "".join(c if c.isalnum() else "_" for c in n)) or f"arg{i}"
+            for i, n in enumerate(names)]

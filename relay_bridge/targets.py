@@ -1,0 +1,42 @@
+"""Named TVM targets (JSON-dict form; TVM 0.27 rejects "llvm -mcpu=..." strings)."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._tvm import tvm
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "x86-avx2": {"kind": "llvm", "mcpu": "haswell"},
+    "x86-avx512": {"kind": "llvm", "mcpu": "skylake-avx512"},
+    "aarch64": {"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a76",
+                "mattr": ["+neon", "+dotprod"]},
+    "cuda-sm80": {"kind": "cuda", "arch": "sm_80"},
+    "cuda-sm90": {"kind": "cuda", "arch": "sm_90"},
+}
+
+
+def host_target() -> dict[str, Any]:
+    """The machine we run on: llvm with the detected -mcpu and every core."""
+    cpu = tvm().target.codegen.llvm_get_system_cpu()
+    return {"kind": "llvm", "mcpu": cpu, "num-cores": os.cpu_count() or 1}
+
+
+def resolve(target: Any = None):
+    """A tvm.target.Target from None (host), "llvm"/"host", a preset name, a dict or a Target."""
+    t = tvm()
+    if target is None or target in ("llvm", "host", "cpu"):
+        return t.target.Target(host_target())
+    if isinstance(target, t.target.Target):
+        return target
+    if isinstance(target, str):
+        if target not in PRESETS:
+            raise ValueError(f"target: unknown name {target!r}; expected 'llvm'/'host', one of "
+                             f"{sorted(PRESETS)}, or a TVM target dict")
+        target = PRESETS[target]
+    if not isinstance(target, dict):
+        raise ValueError(f"target: expected a name, a dict or a tvm Target; got {target!r}")
+    spec = dict(target)
+    if spec.get("kind") == "cuda":
+        return t.target.Target(spec, host=host_target())
+    return t.target.Target(spec)
