@@ -1,0 +1,38 @@
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "megengine-1.13"
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir():
+    if not FIXTURES.is_dir():
+        pytest.fail(f"MegEngine fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def lite():
+    """The real MegEngine Lite runtime. Missing -> a failure with the fix, never a skip."""
+    import lite_runtime
+    if not lite_runtime.is_prepared():
+        pytest.fail(f"MegEngine Lite is not prepared in {lite_runtime.CACHE}; run "
+                    "`python tests/lite_runtime.py --prepare` (make test does)")
+    return lite_runtime
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))

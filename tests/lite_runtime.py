@@ -1,0 +1,88 @@
+"""The real MegEngine Lite 1.13 runtime, for interop tests.
+
+MegEngine has no wheel for Python 3.11, but its cp310 wheel carries `megenginelite/` and
+`megengine/core/lib/`, which load with ctypes from 3.11. `prepare()` downloads that
+wheel with pip and extracts the two folders into a cache outside the repository;
+`run_model()` runs a .mge there in a subprocess.
+
+    python tests/lite_runtime.py --prepare      # what `make test` runs first
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+VERSION = "1.13.0"
+CACHE = Path(os.environ.get("MEGTRACE_LITE_CACHE",
+                            Path.home() / ".cache" / "megtrace" / f"megengine-lite-{VERSION}"))
+RUNNER = Path(__file__).with_name("lite_runner.py")
+_MEMBERS = ("megenginelite/", "megengine/core/lib/")
+
+
+class LiteUnavailable(RuntimeError):
+    pass
+
+
+def is_prepared() -> bool:
+    return (CACHE / ".complete").exists()
+
+
+def prepare(verbose: bool = True) -> Path:
+    """Download the MegEngine wheel (~900 MB) once and extract Lite's files."""
+    if is_prepared():
+        return CACHE
+    CACHE.mkdir(parents=True, exist_ok=True)
+    wheel_dir = CACHE / "wheel"
+    wheels = sorted(wheel_dir.glob(f"MegEngine-{VERSION}-*.whl"))
+    if not wheels:
+        cmd = [sys.executable, "-m", "pip", "download", f"megengine=={VERSION}", "--no-deps",
+               "--only-binary=:all:", "--python-version", "3.10",
+               "--platform", "manylinux2014_x86_64", "-d", str(wheel_dir)]
+        if verbose:
+            print("lite_runtime: downloading the MegEngine wheel:", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True, stdout=None if verbose else subprocess.DEVNULL)
+        wheels = sorted(wheel_dir.glob(f"MegEngine-{VERSION}-*.whl"))
+    if not wheels:
+        raise LiteUnavailable(f"pip did not produce a MegEngine {VERSION} wheel in {wheel_dir}")
+    with zipfile.ZipFile(wheels[-1]) as zf:
+        for member in zf.namelist():
+            if member.startswith(_MEMBERS):
+                zf.extract(member, CACHE)
+    for f in (CACHE / "megengine" / "core" / "lib").glob("*.so*"):
+        f.chmod(0o755)
+    for w in wheels:                   # the extracted 1.5 GB is all we keep
+        w.unlink()
+    (CACHE / ".complete").write_text(VERSION + "\n")
+    return CACHE
+
+
+def run_model(model: str | os.PathLike, inputs: dict[str, np.ndarray],
+              timeout: float = 300) -> dict[str, np.ndarray]:
+    """Run `model` in MegEngine Lite and return its outputs by name."""
+    if not is_prepared():
+        raise LiteUnavailable(
+            f"MegEngine Lite is not prepared in {CACHE}; run `python tests/lite_runtime.py "
+            "--prepare` (make test does) to download and extract it")
+    with tempfile.TemporaryDirectory() as tmp:
+        feeds, outs = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
+        np.savez(feeds, **inputs)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        proc = subprocess.run([sys.executable, str(RUNNER), str(CACHE), str(model), str(feeds),
+                               str(outs)], capture_output=True, text=True, timeout=timeout,
+                              env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"MegEngine Lite failed on {model} (exit {proc.returncode}):\n"
+                               f"{proc.stderr[-3000:]}")
+        with np.load(outs) as data:
+            return {k: data[k] for k in data.files}
+
+
+if __name__ == "__main__":
+    if "--prepare" in sys.argv:
+        print(f"MegEngine Lite {VERSION} ready in {prepare()}")

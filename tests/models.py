@@ -1,0 +1,41 @@
+"""Small MegEngine-style models used across the tests (only the imports differ)."""
+import megtrace.functional as F
+import megtrace.module as M
+
+
+class MLP(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = M.Linear(64, 128)
+        self.fc2 = M.Linear(128, 64)
+        self.fc3 = M.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class ConvNet(M.Module):
+    """The conv net of the vertical-slice issue."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = M.Conv2d(3, 16, 3, padding=1)
+        self.bn = M.BatchNorm2d(16)
+        self.fc = M.Linear(16 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(F.flatten(x, 1))
+
+
+def randomize_bn(net, rng):
+    """Give BatchNorm layers non-trivial statistics so that they matter in comparisons."""
+    import numpy as np
+    for m in net.modules():
+        if isinstance(m, M.BatchNorm2d):
+            shape = m.running_mean.shape
+            m.running_mean._set_value(rng.normal(size=shape))
+            m.running_var._set_value(rng.uniform(0.5, 2.0, size=shape))
+            m.weight._set_value(rng.uniform(0.5, 1.5, size=shape))
+            m.bias._set_value(rng.normal(size=shape) * 0.1)
+    return net

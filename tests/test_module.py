@@ -1,0 +1,69 @@
+"""Modules: parameter naming/shapes, state dicts, train/eval, BatchNorm statistics."""
+import numpy as np
+import pytest
+from conftest import rel_err
+from models import ConvNet
+
+import megtrace as mge
+import megtrace.module as M
+
+
+def test_parameter_names_and_shapes_follow_megengine():
+    net = ConvNet()
+    shapes = {n: p.shape for n, p in net.named_parameters()}
+    assert shapes == {"bn.bias": (1, 16, 1, 1), "bn.weight": (1, 16, 1, 1),
+                      "conv.bias": (1, 16, 1, 1), "conv.weight": (16, 3, 3, 3),
+                      "fc.bias": (10,), "fc.weight": (10, 4096)}
+    assert {n for n, _ in net.named_buffers()} == {"bn.running_mean", "bn.running_var"}
+    grouped = M.Conv2d(4, 8, 3, groups=2)
+    assert grouped.weight.shape == (2, 4, 2, 3, 3)
+
+
+def test_state_dict_round_trip(tmp_path):
+    a, b = ConvNet(), ConvNet()
+    mge.save(a.state_dict(), tmp_path / "ckpt.pkl")
+    b.load_state_dict(mge.load(tmp_path / "ckpt.pkl"))
+    for (na, ta), (nb, tb) in zip(a.named_tensors(), b.named_tensors()):
+        assert na == nb and np.array_equal(ta.numpy(), tb.numpy())
+
+
+def test_load_state_dict_accepts_flat_batchnorm_and_checks_keys():
+    net = ConvNet()
+    state = net.state_dict()
+    state["bn.weight"] = np.arange(16, dtype=np.float32)        # (C,) as MegEngine saves it
+    net.load_state_dict(state)
+    assert net.bn.weight.shape == (1, 16, 1, 1)
+    assert np.array_equal(net.bn.weight.numpy().ravel(), np.arange(16))
+    del state["fc.bias"]
+    with pytest.raises(KeyError, match="fc.bias"):
+        net.load_state_dict(state)
+
+
+def test_batchnorm_train_uses_batch_stats_and_updates_running_stats(rng):
+    bn = M.BatchNorm2d(3, momentum=0.9)
+    x = rng.normal(2.0, 3.0, size=(8, 3, 5, 5)).astype(np.float32)
+    y = bn(mge.tensor(x)).numpy()
+    mean = x.astype(np.float64).mean(axis=(0, 2, 3), keepdims=True)
+    var = x.astype(np.float64).var(axis=(0, 2, 3), keepdims=True)
+    assert rel_err(y, (x - mean) / np.sqrt(var + 1e-5)) <= 1e-5
+    unbiased = var * x.size / 3 / (x.size / 3 - 1)
+    assert rel_err(bn.running_mean.numpy(), 0.1 * mean) <= 1e-5
+    assert rel_err(bn.running_var.numpy(), 0.9 + 0.1 * unbiased) <= 1e-5
+    bn.eval()
+    y_eval = bn(mge.tensor(x)).numpy()
+    want = (x - bn.running_mean.numpy()) / np.sqrt(bn.running_var.numpy() + 1e-5)
+    assert rel_err(y_eval, want) <= 1e-5
+
+
+def test_train_eval_flags_recurse():
+    net = ConvNet()
+    assert all(m.training for m in net.modules())
+    net.eval()
+    assert not any(m.training for m in net.modules())
+
+
+def test_sequential():
+    seq = M.Sequential(M.Linear(4, 3), M.ReLU(), M.Linear(3, 2))
+    assert [n for n, _ in seq.named_parameters()] == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    x = mge.tensor(np.ones((1, 4), np.float32))
+    assert seq(x).shape == (1, 2)
