@@ -1,0 +1,24 @@
+# Two commands do all set-up on a fresh machine (Python 3.11 as python3):
+#   make demo   - create .venv, install megtrace, run the end-to-end demo
+#   make test   - create .venv, install megtrace + test deps, prepare MegEngine Lite, run pytest
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m megtrace.demo --out $(VENV)/net.mge
+
+test: $(VENV)/.installed
+	$(PY) tests/lite_runtime.py --prepare
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,67 @@
+"""`megtrace` command line: inspect and run MegEngine model files.
+
+    megtrace info model.mge
+    megtrace run model.mge --input data=x.npy [--save out.npz]
+    megtrace demo
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+import numpy as np
+
+
+def _info(args) -> int:
+    from fbs.reader import read_model
+    with open(args.model, "rb") as f:
+        model = read_model(f.read())
+    for t in model.inputs:
+        print(f"input  {t.name}: {t.dtype}{list(t.shape)}")
+    for name in model.output_names():
+        print(f"output {name}")
+    for kind, n in sorted(Counter(o.type for o in model.oprs).items()):
+        print(f"  {n:4d} x {kind}")
+    print(f"mge_version={model.mge_version} model_version={model.model_version} "
+          f"metadata.is_valid={model.metadata.is_valid}")
+    return 0
+
+
+def _run(args) -> int:
+    import megtrace as mge
+    feed = {}
+    for item in args.input:
+        name, _, path = item.partition("=")
+        if not path:
+            raise SystemExit(f"--input expects NAME=FILE.npy, got {item!r}")
+        feed[name] = np.load(path)
+    outs = mge.load_graph(args.model).run(**feed)
+    for name, value in outs.items():
+        print(f"{name}: {value.dtype}{list(value.shape)}\n{value}")
+    if args.save:
+        np.savez(args.save, **outs)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="megtrace", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("info", help="list a model's inputs, outputs and operators")
+    p.add_argument("model")
+    p = sub.add_parser("run", help="run a model with TVM on .npy inputs")
+    p.add_argument("model")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    p.add_argument("--save", help="write the outputs to this .npz")
+    sub.add_parser("demo", help="trace, compile, dump and reload a small conv net")
+    args, rest = parser.parse_known_args(argv)
+    if args.cmd == "demo":
+        from .demo import main as demo
+        return demo(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {rest}")
+    return {"info": _info, "run": _run}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
