@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -7,7 +8,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "megengine-1.13"
+# CI and sessions lay shared/ beside the checkout; MEGTRACE_FIXTURES overrides.
+FIXTURES = Path(os.environ.get("MEGTRACE_FIXTURES",
+                               ROOT.parent / "shared" / "fixtures" / "megengine-1.13"))
 
 
 @pytest.fixture
