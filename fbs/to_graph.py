@@ -201,3 +201,31 @@ def _conv_bias(g, opr, ins, _):
         y = _bin(g, "add", y, extra, hint)
     act = _NONLINE[f.get("nonlineMode")]
     return [_un(g, act, y, hint) if act else y]
+
+
+# -- Reduce and AxisAddRemove ------------------------------------------------------------
+@rule("ReduceV2")
+def _reduce(g, opr, ins, _):
+    from megtrace.ops.reduce import INT_MAX, MODE_BY_MGE
+    f = _fields(opr)
+    if f.get("mode") not in MODE_BY_MGE:
+        raise UnsupportedOpError(f"Reduce mode {f.get('mode')} is not supported")
+    x = ins[0]
+    if f.get("axis", INT_MAX) == INT_MAX:       # reduce to the shape given as 2nd input
+        target = [int(d) for d in _const_value(g, ins[1], "Reduce target shape").reshape(-1)]
+        if len(target) != x.type.ndim:
+            raise UnsupportedOpError(f"Reduce to shape {target} from {x.type}")
+        axis = tuple(i for i, (d, t) in enumerate(zip(x.type.shape, target)) if d != t)
+    else:
+        axis = f["axis"]
+    params = {"mode": MODE_BY_MGE[f["mode"]], "axis": axis, "keepdims": True}
+    return list(g.add_node(get("reduce"), [x], params, _hint(opr)))
+
+
+@rule("AxisAddRemove")
+def _axis_add_remove(g, opr, ins, _):
+    x = ins[0]
+    for desc in _fields(opr).get("desc", []):
+        name = "expand_dims" if desc["method"] == "ADD_1" else "squeeze"
+        (x,) = g.add_node(get(name), [x], {"axis": (int(desc["axis"]),)}, _hint(opr))
+    return [x]

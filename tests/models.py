@@ -39,3 +39,17 @@ def randomize_bn(net, rng):
             m.weight._set_value(rng.uniform(0.5, 1.5, size=shape))
             m.bias._set_value(rng.normal(size=shape) * 0.1)
     return net
+
+
+class GapNet(M.Module):
+    """Depthwise conv, ReLU6 as maximum/minimum, global mean (Reduce + AxisAddRemove)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = M.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.dw = M.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc = M.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.minimum(F.maximum(self.dw(F.relu(self.conv(x))), 0.0), 6.0)
+        return self.fc(F.mean(x, axis=(2, 3)))

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from conftest import rel_err
-from models import MLP, ConvNet, randomize_bn
+from models import MLP, ConvNet, GapNet, randomize_bn
 
 import megtrace as mge
 from megtrace.jit import trace
@@ -10,8 +10,9 @@ from megtrace.jit import trace
 pytestmark = pytest.mark.lite
 
 
-@pytest.mark.parametrize("model,shape", [(MLP, (1, 64)), (ConvNet, (1, 3, 32, 32))],
-                         ids=["mlp", "convnet"])
+@pytest.mark.parametrize("model,shape", [(MLP, (1, 64)), (ConvNet, (1, 3, 32, 32)),
+                                         (GapNet, (1, 3, 16, 16))],
+                         ids=["mlp", "convnet", "gapnet"])
 def test_our_dump_runs_in_megengine_lite(model, shape, lite, rng, tmp_path):
     net = randomize_bn(model(), rng).eval()
 

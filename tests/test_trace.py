@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from conftest import rel_err
-from models import MLP, ConvNet, randomize_bn
+from models import MLP, ConvNet, GapNet, randomize_bn
 
 import megtrace as mge
 import megtrace.functional as F
@@ -14,8 +14,9 @@ def _inputs(rng, shape):
 
 
 @pytest.mark.parametrize("symbolic", [False, True])
-@pytest.mark.parametrize("model,shape", [(MLP, (4, 64)), (ConvNet, (2, 3, 32, 32))],
-                         ids=["mlp", "convnet"])
+@pytest.mark.parametrize("model,shape", [(MLP, (4, 64)), (ConvNet, (2, 3, 32, 32)),
+                                         (GapNet, (2, 3, 16, 16))],
+                         ids=["mlp", "convnet", "gapnet"])
 def test_traced_matches_eager(model, shape, symbolic, rng):
     net = randomize_bn(model(), rng).eval()
     x = _inputs(rng, shape)

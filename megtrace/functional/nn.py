@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from typing import Optional, Tuple, Union
 
+import numpy as np
+
 from ..dispatch import apply
 from ..errors import TraceError
 from ..ops._rules import pair
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
+from .tensor_ops import reshape
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu"]
 
@@ -67,17 +70,13 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
                compute_mode: str = "default", param_dim: str = "dim_1c11") -> Tensor:
     """Batch normalization over NCHW. In training mode the batch statistics are used and,
     with `inplace`, the running statistics are updated (`momentum` weights the old value)."""
-    from ..functional.tensor_ops import reshape
-    from ..tensor import Tensor as T
-    import numpy as np
-
     _check_mode("batch_norm: param_dim", param_dim, ("dim_1c11",))
     inp = require_tensor("batch_norm", inp)
     c = inp.shape[1]
 
     def stat(t, fill):
         if t is None:
-            return T(np.full((1, c, 1, 1), fill, np.float32))
+            return Tensor(np.full((1, c, 1, 1), fill, np.float32))
         return t if t.ndim == 4 else reshape(t, (1, c, 1, 1))
 
     w, b = stat(weight, 1.0), stat(bias, 0.0)

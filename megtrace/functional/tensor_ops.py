@@ -32,3 +32,20 @@ def concat(inps: Sequence[Tensor], axis: int = 0) -> Tensor:
 def astype(x: Tensor, dtype) -> Tensor:
     """Convert to `dtype` (MegEngine's `Tensor.astype`; a TypeCvt operator)."""
     return cast(require_tensor("astype", x), _dt.canonical(dtype))
+
+
+def _axis_tuple(axis) -> tuple[int, ...]:
+    return tuple(int(a) for a in axis) if isinstance(axis, (tuple, list)) else (int(axis),)
+
+
+def expand_dims(inp: Tensor, axis) -> Tensor:
+    """Insert size-1 axes at `axis` (an int or a sequence, positions in the result)."""
+    return apply("expand_dims", require_tensor("expand_dims", inp), axis=_axis_tuple(axis))
+
+
+def squeeze(inp: Tensor, axis=None) -> Tensor:
+    """Remove size-1 axes (all of them when `axis` is None)."""
+    inp = require_tensor("squeeze", inp)
+    axes = tuple(i for i, d in enumerate(inp.shape) if d == 1) if axis is None else \
+        _axis_tuple(axis)
+    return apply("squeeze", inp, axis=axes)

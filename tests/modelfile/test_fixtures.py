@@ -35,3 +35,10 @@ def test_plain_convnet_keeps_megengine_structure(fixtures_dir):
     conv = next(o for o in model.oprs if o.type == "Convolution")
     assert [t for t, _ in conv.params] == ["Convolution", "ExecutionPolicy"]
     assert conv.params[0][1]["pad_h"] == 1 and conv.params[0][1]["sparse"] == "DENSE"
+
+
+def test_mobilenetv2_fixture(fixtures_dir):
+    loaded = mge.load_graph(fixtures_dir / "mobilenetv2_fuse.mge")
+    x = np.load(fixtures_dir / "mobilenetv2_in_b1.npy")
+    want = np.load(fixtures_dir / "mobilenetv2_out_b1.npy")
+    assert rel_err(loaded.run(data=x)["out"], want) <= 1e-5
