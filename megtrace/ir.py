@@ -148,6 +148,12 @@ class Graph:
         self.consts = {v: a for v, a in self.consts.items() if v in live}
         return self
 
+    def with_outputs(self, outputs: Iterable[Var], names: Iterable[str]) -> "Graph":
+        """A pruned copy of this graph computing `outputs` (nodes and vars are shared)."""
+        g = Graph(list(self.inputs), dict(self.consts), list(self.nodes), [], list(self.input_names))
+        g.set_outputs(outputs, names)
+        return g.prune()
+
     def verify(self) -> None:
         """Re-check SSA form, topological order and every node's shape rule."""
         defined = set(self.inputs) | set(self.consts)

@@ -17,7 +17,7 @@ _DEFAULT_DEVICE = "xpux"
 
 
 class Tensor:
-    __slots__ = ("_value", "_var", "_owner", "name", "__weakref__")
+    __slots__ = ("_value", "_var", "_owner", "_version", "name", "__weakref__")
     __array_priority__ = 1000  # make `ndarray + Tensor` dispatch to Tensor.__radd__
 
     def __init__(self, data: Any = None, dtype: Any = None, device: str | None = None,
@@ -32,6 +32,7 @@ class Tensor:
         self._value = _dt.as_array(data, dtype)
         self._var = None
         self._owner = None
+        self._version = 0
         self.name = name
         from .dispatch import active_recorder
         rec = active_recorder()
@@ -41,7 +42,7 @@ class Tensor:
     @classmethod
     def _wrap(cls, value: np.ndarray | None, var=None, owner=None) -> "Tensor":
         t = Tensor.__new__(Tensor)
-        t._value, t._var, t._owner, t.name = value, var, owner, None
+        t._value, t._var, t._owner, t._version, t.name = value, var, owner, 0, None
         return t
 
     # -- attributes -------------------------------------------------------------------
@@ -67,8 +68,11 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         if self._value is None:
-            raise TraceError("trace error because value unreadable: this tensor was produced "
-                             "inside a symbolic trace and has no value yet")
+            if self._owner is not None:          # a traced tensor: its trace decides
+                self._value = self._owner.read_value(self)
+            else:
+                raise TraceError("trace error because value unreadable: this tensor comes "
+                                 "from a record_only trace and has no value")
         return self._value.copy()
 
     def item(self):
@@ -124,6 +128,7 @@ class Tensor:
     def _set_value(self, value: np.ndarray) -> None:
         """In-place update of a tensor's value (parameters, running statistics)."""
         self._value = _dt.as_array(value, self._value.dtype)
+        self._version += 1
 
 
 def _binary(name: str, reflected: bool = False):

@@ -28,7 +28,7 @@ def test_traced_matches_eager(model, shape, symbolic, rng):
 
     first = infer(x).numpy()
     second = infer(x).numpy()                 # runs the TVM-compiled graph
-    assert infer._compiled is not None
+    assert next(iter(infer._entries.values())).compiled is not None
     assert rel_err(first, want) <= 1e-5
     assert rel_err(second, want) <= 1e-5
     x2 = _inputs(rng, shape)
@@ -66,7 +66,7 @@ def test_without_capture_as_const_parameters_are_inputs(rng):
     assert rel_err(after, before + 1.0) <= 1e-5
 
 
-def test_capture_as_const_freezes_parameters(rng):
+def test_capture_as_const_changed_parameter_raises(rng):
     net = MLP()
     x = _inputs(rng, (2, 64))
 
@@ -74,9 +74,28 @@ def test_capture_as_const_freezes_parameters(rng):
     def infer(data):
         return net(data)
 
+    infer(x)
+    infer(x)
+    net.fc3.bias._set_value(net.fc3.bias.numpy() + 1.0)
+    with pytest.raises(mge.TraceError, match="tensors not equals: fc3.bias"):
+        infer(x)
+
+
+def test_without_host_skips_python_and_keeps_frozen_parameters(rng):
+    net = MLP()
+    x = _inputs(rng, (2, 64))
+    calls = []
+
+    @trace(symbolic=True, capture_as_const=True, without_host=True)
+    def infer(data):
+        calls.append(1)
+        return net(data)
+
     before = infer(x).numpy()
     net.fc3.bias._set_value(net.fc3.bias.numpy() + 1.0)
-    assert rel_err(infer(x).numpy(), before) <= 1e-6
+    after = infer(x).numpy()
+    assert len(calls) == 1                      # Python ran only while tracing
+    assert rel_err(after, before) <= 1e-6      # the frozen graph ignores the update
 
 
 def test_bare_decorator_and_multiple_outputs(rng):
@@ -111,7 +130,7 @@ def test_wrong_dtype_raises_trace_error(rng):
 
 
 def test_wrong_shape_raises_trace_error(rng):
-    @trace(symbolic=True, capture_as_const=True)
+    @trace(symbolic=True, capture_as_const=True, symbolic_shape=False)
     def f(x):
         return F.relu(x)
 
@@ -129,15 +148,28 @@ def test_non_tensor_argument_with_capture_as_const(rng):
         f(_inputs(rng, (2,)), 3.0)
 
 
-def test_symbolic_value_is_unreadable_inside_trace(rng):
-    @trace(symbolic=True)
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_values_read_while_tracing_stay_readable(symbolic, rng):
+    seen = []
+    read_late = {"on": False}
+
+    @trace(symbolic=symbolic)
     def f(x):
         y = F.relu(x)
-        y.numpy()
-        return y
+        seen.append(float(F.sum(y).numpy()))      # read while tracing: kept by the graph
+        z = y * 2
+        if read_late["on"]:
+            y.numpy()                              # never read while tracing
+        return z
 
+    x = _inputs(rng, (4,))
+    f(x)
+    x2 = _inputs(rng, (4,))
+    f(x2)
+    assert seen[1] == pytest.approx(float(np.maximum(x2.numpy(), 0).sum()), rel=1e-5)
+    read_late["on"] = True
     with pytest.raises(mge.TraceError, match="value unreadable"):
-        f(_inputs(rng, (2,)))
+        f(x2)
 
 
 def test_record_only_cannot_run(rng, tmp_path):
@@ -152,3 +184,88 @@ def test_record_only_cannot_run(rng, tmp_path):
         out.numpy()
     infer.dump(tmp_path / "m.mge", arg_names=["data"])
     assert (tmp_path / "m.mge").stat().st_size > 0
+
+
+def test_replay_detects_operator_mismatch(rng):
+    flag = {"relu": True}
+
+    @trace(symbolic=True)
+    def f(x):
+        return F.relu(x) if flag["relu"] else F.sigmoid(x)
+
+    x = _inputs(rng, (3,))
+    f(x)
+    f(x)
+    flag["relu"] = False
+    with pytest.raises(mge.TraceError, match="operator mismatch: traced relu, now sigmoid"):
+        f(x)
+
+
+def test_replay_detects_changed_parameters_and_early_end(rng):
+    state = {"axis": 0, "extra": True}
+
+    @trace
+    def f(x):
+        y = F.sum(x, axis=state["axis"])
+        return F.relu(y) if state["extra"] else y
+
+    x = _inputs(rng, (2, 3))
+    f(x)
+    state["axis"] = 1
+    with pytest.raises(mge.TraceError, match="operator mismatch: reduce parameters changed"):
+        f(x)
+    state.update(axis=0, extra=False)
+    with pytest.raises(mge.TraceError, match="mismature end"):
+        f(x)
+
+
+def test_constant_created_inside_changed(rng):
+    scale = {"v": 2.0}
+
+    @trace(symbolic=True)
+    def f(x):
+        return x * mge.tensor(np.full((3,), scale["v"], np.float32))
+
+    x = _inputs(rng, (3,))
+    f(x)
+    np.testing.assert_allclose(f(x).numpy(), x.numpy() * 2, rtol=1e-6)
+    scale["v"] = 3.0
+    with pytest.raises(mge.TraceError, match="tensors not equals"):
+        f(x)
+
+
+def test_symbolic_shape_retraces_per_shape_and_static_shape_refuses(rng):
+    net = ConvNet().eval()
+    runs = []
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(data):
+        runs.append(data.shape)
+        return net(data)
+
+    for batch in (1, 8, 1):
+        x = _inputs(rng, (batch, 3, 32, 32))
+        assert rel_err(infer(x).numpy(), net(x).numpy()) <= 1e-5
+    assert len(infer._entries) == 2
+
+    @trace(symbolic=True, capture_as_const=True, symbolic_shape=False)
+    def fixed(data):
+        return net(data)
+
+    fixed(_inputs(rng, (1, 3, 32, 32)))
+    with pytest.raises(mge.TraceError, match="shape mismatch.*symbolic_shape=False"):
+        fixed(_inputs(rng, (8, 3, 32, 32)))
+
+
+def test_trace_option_validation():
+    from megtrace.jit import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
+    assert DTRConfig().eviction_threshold == 0
+    with pytest.raises(ValueError, match="evictee_minimum_size"):
+        DTRConfig(evictee_minimum_size=-1)
+    with pytest.raises(ValueError, match="num_worker"):
+        SublinearMemoryConfig(num_worker=0)
+    assert "jit_fuse_reduce = UNSET" in repr(GraphOptimizationConfig())
+    with pytest.raises(TypeError, match="dtr_config must be a DTRConfig"):
+        trace(lambda x: x, dtr_config={"eviction_threshold": 1})
+    with pytest.raises(ValueError, match="opt_level"):
+        trace(lambda x: x, opt_level=7)

@@ -1,13 +1,17 @@
-"""`TraceRecorder`: receives every op applied while a traced function runs and builds
-the Graph (the TracingTransformation of MegEngine's trace)."""
+"""`TraceRecorder`: receives every op applied while a traced function runs the first
+time, and builds the Graph and the tape (MegEngine's TracingTransformation)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
+
 from ..errors import TraceError
+from ..interpreter import evaluate
 from ..ir import Graph, TensorType, Var
 from ..ops import OpDef
 from ..tensor import Tensor
+from .entry import Source, TapeItem, weak
 
 
 class TraceRecorder:
@@ -15,18 +19,24 @@ class TraceRecorder:
         self.graph = Graph()
         self.symbolic = symbolic
         self.capture_as_const = capture_as_const
-        self.externals: list[tuple[Var, Tensor]] = []   # non-captured outside tensors
+        self.tape: list[TapeItem] = []
+        self.sources: dict[Var, Source] = {}
+        self.externals: list[Var] = []
+        self.value_required: set[Var] = set()
+        self._values: dict[Var, np.ndarray] = {}        # known values (args, eager results)
         self._vars: dict[int, Var] = {}
         self._keep: list[Tensor] = []                    # keeps ids in _vars valid
         self._created: set[int] = set()
         self._names: dict[int, str] = {}
         self._scopes: list[str] = []
 
-    # -- inputs -------------------------------------------------------------------------
+    # -- values from outside ------------------------------------------------------------
     def bind_input(self, value: Tensor, name: str) -> Tensor:
         """A fresh traced tensor standing for argument `value`."""
         var = self.graph.add_input(TensorType(value.shape, value.dtype), name)
-        return Tensor._wrap(None if self.symbolic else value.numpy(), var, self)
+        self.sources[var] = Source("arg")
+        self._values[var] = value.numpy()
+        return Tensor._wrap(None, var, self)
 
     def created(self, t: Tensor) -> None:
         """Tensors created inside the trace are constants of the graph (MegEngine: Const)."""
@@ -37,17 +47,23 @@ class TraceRecorder:
         if t._owner is self:
             return t._var
         if t._var is not None:
-            raise TraceError("a tensor produced by another trace was used in this trace")
+            raise TraceError("trace error because a tensor of another trace was used here")
         var = self._vars.get(id(t))
         if var is not None:
             return var
         name = self._names.get(id(t)) or t.name or ""
-        if id(t) in self._created or self.capture_as_const:
+        if id(t) in self._created:
             var = self.graph.add_const(t.numpy(), name)
+            self.sources[var] = Source("const")
+        elif self.capture_as_const:
+            var = self.graph.add_const(t.numpy(), name)
+            self.sources[var] = Source("captured", weak(t), t._version)
         else:
             var = self.graph.add_input(TensorType(t.shape, t.dtype),
                                        name or f"external_{len(self.externals)}")
-            self.externals.append((var, t))
+            self.sources[var] = Source("external", weak(t), t._version)
+            self.externals.append(var)
+            self._values[var] = t.numpy()
         self._vars[id(t)] = var
         self._keep.append(t)
         return var
@@ -57,19 +73,30 @@ class TraceRecorder:
         in_vars = [self.var_of(t) for t in inputs]
         hint = ".".join(self._scopes[1:] + [op.name])
         outs = self.graph.add_node(op, in_vars, params, hint)
-        if self.symbolic:
-            values = [self.graph.consts.get(v) for v in outs]
-        elif all(v in self.graph.consts for v in outs):
-            values = [self.graph.consts[v] for v in outs]
-        else:
-            values = op.run_eager([self._value(t, v) for t, v in zip(inputs, in_vars)],
-                                  dict(op.bind(params)))
-        return tuple(Tensor._wrap(val, var, self) for val, var in zip(values, outs))
+        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs))
+        consts = self.graph.consts
+        if not self.symbolic and not all(v in consts for v in outs):
+            values = op.run_eager([self._value_of(v) for v in in_vars], dict(op.bind(params)))
+            self._values.update(zip(outs, values))
+        # Values stay in the recorder, so that reading one from Python is noticed.
+        return tuple(Tensor._wrap(None, var, self) for var in outs)
 
-    def _value(self, t: Tensor, var: Var):
+    def _value_of(self, var: Var) -> np.ndarray:
         if var in self.graph.consts:
             return self.graph.consts[var]
-        return t._value
+        if var not in self._values:
+            self._values.update(evaluate(self.graph, self._values, [var]))
+        return self._values[var]
+
+    def read_value(self, t: Tensor) -> np.ndarray:
+        """Python read a traced value: remember it, so that replays can provide it too.
+        (In symbolic mode the value is computed now by the NumPy interpreter.)"""
+        if t._var not in self.graph.consts:
+            self.value_required.add(t._var)
+        return self._value_of(t._var)
+
+    def output_values(self, vars_: list[Var]) -> list[np.ndarray]:
+        return [self._value_of(v) for v in vars_]
 
     @contextmanager
     def scope(self, name: str, tensors: dict[str, Tensor]):

@@ -1,8 +1,8 @@
 """`trace`: MegEngine's `megengine.jit.trace`, compiled with TVM.
 
-The first call records the function into a Graph (running it eagerly too, unless
-`symbolic`); later calls run the TVM-compiled graph. `dump` writes the graph as a
-MegEngine FBS_V2 model.
+The first call records the function into a Graph and an op tape (running it eagerly too,
+unless `symbolic`); later calls replay the Python function against the tape and return
+the TVM-compiled graph's results. `dump` writes the graph as a MegEngine FBS_V2 model.
 """
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ import numpy as np
 
 from ..dispatch import recording
 from ..errors import TraceError
-from ..ir import Graph
+from ..ir import Graph, Var
 from ..tensor import Tensor
+from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
+from .entry import TraceEntry
 from .outputs import flatten_outputs, rebuild_outputs
 from .recorder import TraceRecorder
+from .replay import Replayer
 
 # dump() keyword options of MegEngine 1.13 that megtrace does not implement yet: giving a
 # non-default value raises instead of being silently ignored.
@@ -31,18 +34,27 @@ _OPTIMIZE_FLAGS = ("enable_io16xc32", "enable_ioc16", "enable_hwcd4", "enable_nc
                    "enable_chwn4", "enable_nchw64", "enable_fuse_conv_bias_nonlinearity",
                    "enable_fuse_conv_bias_with_z", "enable_fuse_preprocess",
                    "enable_fuse_grain", "enable_weight_preprocess")
-# trace() options whose MegEngine behaviour lands with the whole-trace work; until then
-# a non-default value is refused rather than ignored.
-_TRACE_NOT_YET = {"sublinear_memory_config": None, "dtr_config": None, "profiling": False,
-                  "graph_opt_config": None, "without_host": False}
 
 
 class trace:
     """Wrap a function so that later calls run a TVM-compiled graph of it.
 
-    Works bare (`@trace`) and with options (`@trace(symbolic=True, capture_as_const=True)`).
-    `target` (megtrace's own) picks the TVM target: None/"llvm" for this machine, a preset
-    name from `relay_bridge.PRESETS`, or a TVM target dict.
+    Works bare (`@trace`) and with options (`@trace(symbolic=True, capture_as_const=True)`),
+    with MegEngine 1.13's parameters and meanings:
+
+    - first call: records (running eagerly too unless `symbolic`); later calls re-run the
+      Python function and check each op against the record (TraceError on a difference),
+      then return the compiled graph's results. `without_host=True` skips Python on later
+      calls: inputs go straight into the compiled graph (the fast path).
+    - `capture_as_const`: outside tensors (module parameters) are frozen into the graph; a
+      changed one raises "tensors not equals". Without it they stay graph inputs, read on
+      every call.
+    - `symbolic_shape=True`: a call with new input shapes records and compiles again for
+      those shapes (a per-shape cache: Python sees real shapes, so shape arithmetic is
+      always right); False: a new shape raises TraceError.
+    - `record_only`: records without computing; dump works, outputs have no value.
+    - `target` (megtrace's own): None/"llvm" for this machine, a preset name from
+      `relay_bridge.PRESETS`, or a TVM target dict.
     """
 
     def __new__(cls, function: Callable | None = None, **kwargs):
@@ -52,45 +64,73 @@ class trace:
 
     def __init__(self, function: Callable, symbolic: bool = False,
                  capture_as_const: bool = False, record_only: bool = False,
-                 sublinear_memory_config=None, dtr_config=None, profiling: bool = False,
-                 opt_level: int = 2, graph_opt_config=None, symbolic_shape: bool = True,
-                 without_host: bool = False, *, target: Any = None):
-        given = {"sublinear_memory_config": sublinear_memory_config, "dtr_config": dtr_config,
-                 "profiling": profiling, "graph_opt_config": graph_opt_config,
-                 "without_host": without_host}
-        for key, default in _TRACE_NOT_YET.items():
-            if given[key] != default:
-                raise NotImplementedError(f"trace: {key}={given[key]!r} is not supported yet")
+                 sublinear_memory_config: SublinearMemoryConfig | None = None,
+                 dtr_config: DTRConfig | None = None, profiling: bool = False,
+                 opt_level: int = 2, graph_opt_config: GraphOptimizationConfig | None = None,
+                 symbolic_shape: bool = True, without_host: bool = False, *,
+                 target: Any = None):
+        _check_type("sublinear_memory_config", sublinear_memory_config, SublinearMemoryConfig)
+        _check_type("dtr_config", dtr_config, DTRConfig)
+        _check_type("graph_opt_config", graph_opt_config, GraphOptimizationConfig)
+        if not isinstance(opt_level, int) or not -3 <= opt_level <= 3:
+            raise ValueError(f"trace: opt_level must be an int in [-3, 3]; got {opt_level!r}")
         functools.update_wrapper(self, function)
         self.__wrapped__ = function
         self._symbolic = symbolic or record_only
         self._capture_as_const = capture_as_const or record_only
         self._record_only = record_only
+        self.sublinear_memory_config = sublinear_memory_config
+        self.dtr_config = dtr_config
+        self._profiling = profiling
         self._opt_level = opt_level
+        self._graph_opt_config = graph_opt_config
         self._symbolic_shape = symbolic_shape
+        self._without_host = without_host
         self._target = target
-        self._graph: Graph | None = None
-        self._compiled = None
-        self._externals: list = []
-        self._arg_bindings: list[tuple[str, tuple, np.dtype]] = []
-        self._out_tree = None
+        self._entries: dict[Any, TraceEntry] = {}
+        self._last_entry: TraceEntry | None = None
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if self._graph is None:
-            return self._record(args, kwargs)
+        bindings = self._tensor_args(args, kwargs)
+        entry = self._lookup(bindings)
+        if entry is None:
+            return self._record(args, kwargs, bindings)
+        self._last_entry = entry
         if self._record_only:
             raise TraceError("trace error because record_only: a record_only trace cannot be "
                              "run; use it to dump()")
-        return self._run(args, kwargs)
+        feeds = self._check_args(entry, bindings)
+        if self._without_host:
+            values = self._run_entry(entry, {**feeds, **_external_feeds(entry)})
+            leaves = [values[v] if v in values else _source_value(entry, v, feeds)
+                      for v in entry.out_vars]
+            return rebuild_outputs(entry.out_tree, [Tensor._wrap(v) for v in leaves])
+        return self._replay(entry, args, kwargs, feeds)
+
+    def _lookup(self, bindings) -> TraceEntry | None:
+        if not self._entries:
+            return None
+        key = tuple((n, t.shape) for n, t in bindings)
+        if self._symbolic_shape:
+            return self._entries.get(key)
+        entry = next(iter(self._entries.values()))
+        for (name, t), (_, var) in zip(bindings, entry.args):
+            if t.shape != var.type.shape:
+                raise TraceError(f"trace error because shape mismatch: input {name} was "
+                                 f"traced with shape {var.type.shape}, got {t.shape} "
+                                 "(symbolic_shape=False)")
+        return entry
 
     @property
     def graph(self) -> Graph:
         """The recorded graph (printable); available after the first call."""
-        if self._graph is None:
+        entry = self._last_entry or (next(iter(self._entries.values())) if self._entries
+                                     else None)
+        if entry is None:
             raise TraceError("trace: the function has not been called yet, so nothing is "
                              "recorded")
-        return self._graph
+        return entry.graph
 
     def _tensor_args(self, args, kwargs) -> list[tuple[str, Tensor]]:
         named = []
@@ -105,57 +145,68 @@ class trace:
                 named.append((f"kwarg_{k}", kwargs[k]))
         return named
 
-    def _record(self, args, kwargs):
+    def _check_args(self, entry: TraceEntry, bindings) -> dict[Var, np.ndarray]:
+        if [n for n, _ in bindings] != [n for n, _ in entry.args]:
+            raise TraceError("trace error because inputs size mismatch: traced with "
+                             f"{[n for n, _ in entry.args]}, called with "
+                             f"{[n for n, _ in bindings]}")
+        feeds = {}
+        for (name, t), (_, var) in zip(bindings, entry.args):
+            if t.dtype.name != var.type.dtype:
+                raise TraceError(f"trace error because dtype mismatch: {var.type.dtype} vs "
+                                 f"{t.dtype.name} (input {name})")
+            feeds[var] = t.numpy()
+        return feeds
+
+    def _record(self, args, kwargs, bindings):
         rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const)
-        bindings = self._tensor_args(args, kwargs)
         proxies = {name: rec.bind_input(t, name) for name, t in bindings}
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rec):
             result = self.__wrapped__(*args, **kwargs)
         leaves, tree = flatten_outputs(result)
-        graph = rec.graph
-        graph.set_outputs([rec.var_of(t) for t in leaves],
-                          [f"output_{i}" for i in range(len(leaves))])
-        graph.prune()
-        self._graph, self._out_tree, self._externals = graph, tree, rec.externals
-        self._arg_bindings = [(n, t.shape, t.dtype) for n, t in bindings]
-        self._static_args = [(i, a) for i, a in enumerate(args) if not isinstance(a, Tensor)]
+        with recording(rec):
+            out_vars = [rec.var_of(t) for t in leaves]
+        entry = TraceEntry(rec.graph, rec.tape, rec.sources,
+                           [(n, p._var) for n, p in proxies.items()], rec.externals,
+                           out_vars, tree, rec.value_required)
+        self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
+        self._last_entry = entry
         if self._record_only:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])
         if self._symbolic:
-            values = self._compiled_fn()(*[t.numpy() for _, t in bindings],
-                                         *[t.numpy() for _, t in self._externals])
+            feeds = {v: rec._values[v] for _, v in entry.args}
+            feeds.update(_external_feeds(entry))
+            results = self._run_entry(entry, feeds)
+            values = [results[v] if v in results else _source_value(entry, v, feeds)
+                      for v in out_vars]
         else:
-            values = [t._value for t in leaves]
+            values = rec.output_values(out_vars)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
-    def _compiled_fn(self):
-        if self._compiled is None:
-            from relay_bridge import compile_graph
-            self._compiled = compile_graph(self._graph, self._target)
-        return self._compiled
+    def _replay(self, entry: TraceEntry, args, kwargs, feeds):
+        rep = Replayer(entry, self._run_entry, feeds)
+        proxies = {name: rep.bind_input(var) for name, var in entry.args}
+        args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
+        kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
+        with recording(rep):
+            result = self.__wrapped__(*args, **kwargs)
+        leaves, _ = flatten_outputs(result)
+        values = rep.finish(leaves)
+        return rebuild_outputs(entry.out_tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
-    def _run(self, args, kwargs):
-        bindings = self._tensor_args(args, kwargs)
-        if [n for n, _ in bindings] != [n for n, _, _ in self._arg_bindings]:
-            raise TraceError("trace error because inputs size mismatch: traced with "
-                             f"{[n for n, _, _ in self._arg_bindings]}, called with "
-                             f"{[n for n, _ in bindings]}")
-        for (name, t), (_, shape, dtype) in zip(bindings, self._arg_bindings):
-            if t.dtype != dtype:
-                raise TraceError(f"trace error because dtype mismatch: {dtype.name} vs "
-                                 f"{t.dtype.name} (input {name})")
-            if t.shape != shape:
-                raise TraceError(f"trace error because shape mismatch: input {name} was traced "
-                                 f"with shape {shape}, got {t.shape}")
-        for i, value in self._static_args:
-            if i >= len(args) or not _same_static(args[i], value):
-                raise TraceError(f"trace error because tensors not equals: non-tensor argument "
-                                 f"{i} differs from the traced value {value!r}")
-        arrays = [t.numpy() for _, t in bindings] + [t.numpy() for _, t in self._externals]
-        values = self._compiled_fn()(*arrays)
-        return rebuild_outputs(self._out_tree, [Tensor._wrap(v) for v in values])
+    def _run_entry(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]) -> dict[Var, np.ndarray]:
+        """Run the compiled graph (building it on first use); values by Var."""
+        if entry.compiled is None:
+            from relay_bridge import compile_graph
+            graph = entry.exec_graph()
+            entry.compiled = (graph, compile_graph(graph, self._target))
+        graph, compiled = entry.compiled
+        if not graph.outputs:
+            return {}
+        values = compiled(*[feeds[v] for v in graph.inputs])
+        return dict(zip(graph.outputs, values))
 
     # -- dumping ------------------------------------------------------------------------
     def dump(self, file, *, arg_names=None, output_names=None, append: bool = False,
@@ -195,11 +246,14 @@ class trace:
                                       "yet; use 'FBS_V2'")
         if not self._capture_as_const:
             raise ValueError("you must specify capture_as_const=True at __init__ to use dump")
-        graph = self.graph
+        if not self._entries:
+            raise TraceError("trace: call the traced function once before dump()")
+        entry = next(iter(self._entries.values()))
+        graph = entry.graph
         if not graph.outputs:
             raise ValueError("the traced function without return values cannot be dumped, "
                              "the function should return at least one Tensor")
-        in_names = _names("arg_names", arg_names, [n for n, _, _ in self._arg_bindings])
+        in_names = _names("arg_names", arg_names, [n for n, _ in entry.args])
         out_names = _names("output_names", output_names, graph.output_names)
         if len(set(in_names)) != len(in_names) or "" in in_names:
             raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
@@ -220,11 +274,25 @@ def _names(what: str, given, default: list[str]) -> list[str]:
     return [n if n is not None else d for n, d in zip(names, default)]
 
 
-def _same_static(a, b) -> bool:
-    try:
-        return bool(np.all(np.asarray(a) == np.asarray(b))) and type(a) is type(b)
-    except Exception:
-        return a is b
+def _check_type(name: str, value, cls) -> None:
+    if value is not None and not isinstance(value, cls):
+        raise TypeError(f"trace: {name} must be a {cls.__name__} or None; got "
+                        f"{type(value).__name__}")
+
+
+def _external_feeds(entry: TraceEntry) -> dict[Var, np.ndarray]:
+    feeds = {}
+    for var in entry.externals:
+        t = entry.sources[var].outside()
+        if t is None:
+            raise TraceError(f"trace error because external {var.name_hint} no longer exists")
+        feeds[var] = t.numpy()
+    return feeds
+
+
+def _source_value(entry: TraceEntry, var: Var, feeds) -> np.ndarray:
+    const = entry.const_value(var)
+    return const if const is not None else feeds[var]
 
 
 def _write_atomic(file, data: bytes, append: bool) -> None:

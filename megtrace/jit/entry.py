@@ -1,0 +1,79 @@
+"""What one trace of a function leaves behind: the graph, the op tape replays are
+checked against, where every outside value came from, and the compiled graph."""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir import Graph, Var
+from ..ops import OpDef
+
+
+@dataclass
+class TapeItem:
+    """One op application, in call order (folded ones too)."""
+
+    op: OpDef
+    params: tuple
+    inputs: tuple[Var, ...]
+    outputs: tuple[Var, ...]
+
+
+@dataclass
+class Source:
+    """A value that came from outside the traced ops.
+
+    kind: "arg" (a tensor argument), "const" (created inside the function), "captured"
+    (an outside tensor frozen by capture_as_const), "external" (an outside tensor that
+    stays an input of the compiled graph).
+    """
+
+    kind: str
+    tensor: Any = None          # weakref to the outside tensor (captured/external)
+    version: int = 0
+
+    def outside(self):
+        return self.tensor() if self.tensor is not None else None
+
+
+@dataclass
+class TraceEntry:
+    full_graph: Graph                              # every recorded node, unpruned
+    tape: list[TapeItem]
+    sources: dict[Var, Source]
+    args: list[tuple[str, Var]]                    # tensor arguments by mark (arg_0, kwarg_x)
+    externals: list[Var]
+    out_vars: list[Var]
+    out_tree: Any
+    value_required: set[Var] = field(default_factory=set)
+    compiled: Any = None
+    exec_outputs: list[Var] = field(default_factory=list)
+
+    def const_value(self, var: Var) -> np.ndarray | None:
+        return self.full_graph.consts.get(var)
+
+    @property
+    def graph(self) -> Graph:
+        """The graph of the declared outputs only (what dump writes)."""
+        return self.full_graph.with_outputs(self.out_vars,
+                                            [f"output_{i}" for i in range(len(self.out_vars))])
+
+    def __post_init__(self):
+        extra = [v for v in self.value_required
+                 if v not in self.out_vars and v not in self.full_graph.consts
+                 and v not in self.full_graph.inputs]
+        self.exec_outputs = list(self.out_vars) + extra
+
+    def exec_graph(self) -> Graph:
+        """The graph that runs: declared outputs plus values read from Python while tracing."""
+        n = len(self.out_vars)
+        names = [f"output_{i}" for i in range(n)] + \
+            [f"required_{i}" for i in range(len(self.exec_outputs) - n)]
+        return self.full_graph.with_outputs(self.exec_outputs, names)
+
+
+def weak(t) -> Any:
+    return weakref.ref(t)
