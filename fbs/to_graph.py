@@ -50,9 +50,10 @@ def _generic(g: Graph, opr: Opr, ins: list[Var], _shapes) -> list[Var | None]:
     for op, spec in spec_index()[opr.type]:
         if all(fields.get(k) == v for k, v in spec.match.items()):
             params = spec.decode(fields) if spec.decode else {}
-            (out,) = g.add_node(op, ins, params, name_hint=_hint(opr))
+            results = g.add_node(op, ins, params, name_hint=_hint(opr))
             outs: list[Var | None] = [None] * spec.outputs
-            outs[spec.result] = out
+            for i, var in zip(spec.results or (spec.result,), results):
+                outs[i] = var
             return outs
     shown = ", ".join(f"{k}={v}" for k, v in fields.items())
     raise UnsupportedOpError(f"{opr.type}({shown}): megtrace has no operator for it")
@@ -172,7 +173,10 @@ def _subtensor(g, opr, ins, _):
                      row.get("idx")))
     if next(values, None) is not None:
         raise FormatError("Subtensor: more index inputs than its items use")
-    return list(g.add_node(get("subtensor"), ins[:1], {"index": tuple(rows)}, _hint(opr)))
+    (out,) = g.add_node(get("subtensor"), ins[:1], {"index": tuple(rows)}, _hint(opr))
+    if out.type.ndim == 0:     # MegEngine graphs have no 0-d values: a scalar is shape (1,)
+        (out,) = g.add_node(get("reshape"), [out], {"shape": (1,)}, _hint(opr))
+    return [out]
 
 
 @rule("ReshapeV1")

@@ -87,13 +87,18 @@ class Emitter:
         return ids
 
     def opr(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "") -> int:
+        """Append one MegEngine opr; returns the id of its result."""
+        return self.opr_all(spec, fields, inputs, name)[spec.result]
+
+    def opr_all(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "") -> list[int]:
+        """Append one MegEngine opr; returns the ids of all its outputs."""
         name = name or f"{self._hint or spec.type}"
         outs = [name] if spec.outputs == 1 else [f"{name}:o{i}" for i in range(spec.outputs)]
         ids = self._new_ids(outs)
         params = [] if spec.param is None else [(spec.param, fields)]
         params += [(t, dict(f)) for t, f in spec.extra]
         self.oprs.append(_Opr(spec.type, params, list(inputs), ids, name))
-        return ids[spec.result]
+        return ids
 
     def const(self, array: np.ndarray, name: str = "") -> int:
         array = np.ascontiguousarray(array)
@@ -140,10 +145,12 @@ def emit_graph(graph: Graph, input_names: list[str], output_names: list[str]) ->
         em._hint = node.outputs[0].name_hint or node.op.name
         kwargs = node.kwargs
         if isinstance(spec, MgeComposite):
-            out = spec.emit(em, [v.type for v in node.inputs], kwargs, in_ids)
+            outs = spec.emit(em, [v.type for v in node.inputs], kwargs, in_ids)
         else:
-            out = em.opr(spec, spec.fields_for(kwargs), in_ids)
-        ids[node.outputs[0]] = out
+            all_ids = em.opr_all(spec, spec.fields_for(kwargs), in_ids)
+            outs = [all_ids[i] for i in (spec.results or (spec.result,))]
+        outs = outs if isinstance(outs, (list, tuple)) else [outs]
+        ids.update(zip(node.outputs, outs))
     out_ids = [id_of(v) for v in graph.outputs]
     for vid, name in zip(out_ids, output_names):
         if name:

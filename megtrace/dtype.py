@@ -58,7 +58,8 @@ def as_array(value, dtype=None) -> np.ndarray:
     """Convert a Python/NumPy value into an array with a megtrace dtype."""
     arr = np.asarray(value)
     target = canonical(dtype if dtype is not None else arr.dtype)
-    return np.ascontiguousarray(arr.astype(target, copy=False))
+    out = arr.astype(target, copy=False)
+    return out if out.flags.c_contiguous else out.copy()
 
 
 def promote(*dtypes: str) -> str:

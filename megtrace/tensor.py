@@ -141,13 +141,47 @@ def _binary(name: str, reflected: bool = False):
 
 
 for _dunder, _fname in (("add", "add"), ("sub", "sub"), ("mul", "mul"),
-                        ("truediv", "div"), ("pow", "pow")):
+                        ("truediv", "div"), ("pow", "pow"), ("floordiv", "floor_div"),
+                        ("mod", "mod"), ("matmul", "matmul"), ("and", "logical_and"),
+                        ("or", "logical_or"), ("xor", "logical_xor")):
     setattr(Tensor, f"__{_dunder}__", _binary(_fname))
     setattr(Tensor, f"__r{_dunder}__", _binary(_fname, reflected=True))
-Tensor.__neg__ = lambda self: __import__("megtrace.functional", fromlist=["neg"]).neg(self)
-Tensor.__abs__ = lambda self: __import__("megtrace.functional", fromlist=["abs"]).abs(self)
-Tensor.__matmul__ = lambda self, o: __import__("megtrace.functional",
-                                               fromlist=["matmul"]).matmul(self, o)
+for _dunder, _fname in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                        ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
+    setattr(Tensor, f"__{_dunder}__", _binary(_fname))
+
+
+def _functional():
+    from . import functional
+    return functional
+
+
+def _reduction(mode: str):
+    def method(self, axis=None, keepdims: bool = False) -> "Tensor":
+        return getattr(_functional(), mode)(self, axis=axis, keepdims=keepdims)
+    method.__name__ = mode
+    return method
+
+
+for _mode in ("sum", "mean", "max", "min", "prod"):
+    setattr(Tensor, _mode, _reduction(_mode))
+Tensor.__neg__ = lambda self: _functional().neg(self)
+Tensor.__abs__ = lambda self: _functional().abs(self)
+Tensor.__invert__ = lambda self: _functional().logical_not(self)
+Tensor.__getitem__ = lambda self, key: __import__(
+    "megtrace.functional.indexing", fromlist=["getitem"]).getitem(self, key)
+
+
+def _transpose(self, *pattern) -> "Tensor":
+    if len(pattern) == 1 and isinstance(pattern[0], (tuple, list)):
+        pattern = pattern[0]
+    if not pattern:
+        pattern = tuple(range(self.ndim))[::-1]
+    return _functional().transpose(self, pattern)
+
+
+Tensor.transpose = _transpose
+Tensor.T = property(lambda self: _transpose(self))
 
 
 class Parameter(Tensor):

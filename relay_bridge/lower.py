@@ -17,7 +17,8 @@ class LowerContext:
 
     R: Any                      # tvm.relax.op
     types: list[TensorType]     # input types
-    out: TensorType             # result type
+    out: TensorType             # (first) result type
+    outs: list[TensorType] = None   # every result type
 
     def const(self, value, dtype: str):
         import numpy as np
@@ -39,14 +40,20 @@ def to_relax(graph: Graph, func_name: str = "main"):
             for var, value in graph.consts.items():
                 env[var] = rx.const(value, var.type.dtype)
             for node in graph.nodes:
-                ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type)
+                ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type,
+                                   [v.type for v in node.outputs])
                 try:
                     expr = node.op.lower(ctx, *(env[v] for v in node.inputs), **node.kwargs)
                 except Exception as e:
                     e.add_note(f"while lowering {node.op.name} with inputs "
                                f"{[str(t) for t in ctx.types]}")
                     raise
-                env[node.outputs[0]] = bb.emit(expr)
+                if len(node.outputs) == 1:
+                    env[node.outputs[0]] = bb.emit(expr)
+                else:                       # a tuple-valued op (topk): one var per field
+                    tup = bb.emit(expr)
+                    for i, var in enumerate(node.outputs):
+                        env[var] = bb.emit(rx.TupleGetItem(tup, i))
             out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
         bb.emit_func_output(out)
     return bb.get()

@@ -2,10 +2,15 @@
 from . import nn
 from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
-from .nn import avg_pool2d, batch_norm, conv2d, linear, matmul, max_pool2d
+from .math import *  # noqa: F401,F403
+from .math import __all__ as _math_all
+from .nn import *  # noqa: F401,F403
+from .nn import __all__ as _nn_all
 from .reduction import max, mean, min, prod, sum  # noqa: A004
-from .tensor_ops import astype, concat, expand_dims, flatten, reshape, squeeze
+from .tensor_ops import *  # noqa: F401,F403
+from .tensor_ops import __all__ as _tensor_all
 
-__all__ = ["nn", "avg_pool2d", "batch_norm", "conv2d", "linear", "matmul", "max_pool2d",
-           "astype", "concat", "expand_dims", "flatten", "reshape", "squeeze",
-           "max", "mean", "min", "prod", "sum", *_elemwise_all]
+vision = nn   # MegEngine also exposes interpolate as F.vision.interpolate
+
+__all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
+           *_nn_all, *_tensor_all]

@@ -12,7 +12,7 @@ __all__ = list(UNARY_NAMES) + list(BINARY_NAMES)
 def _make_unary(name: str):
     def fn(x) -> Tensor:
         x = require_tensor(name, x)
-        if name not in ("relu", "neg", "abs") and x.dtype.kind != "f":
+        if name not in ("relu", "neg", "abs", "square") and x.dtype.kind != "f":
             x = cast(x, "float32")
         return apply(name, x)
     fn.__name__ = fn.__qualname__ = name

@@ -13,7 +13,9 @@ from ._convert import require_tensor
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
 from .tensor_ops import reshape
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu"]
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
+           "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
+           "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -114,3 +116,102 @@ def linear(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
     """`inp @ weight.T + bias`, with `weight` of shape (out_features, in_features)."""
     out = matmul(inp, weight, transpose_b=True, compute_mode=compute_mode, format=format)
     return out if bias is None else add(out, bias)
+
+
+def _softmax_axis(ndim: int) -> int:
+    return 0 if ndim in (0, 1, 3) else 1     # MegEngine's default when axis is None
+
+
+def softmax(inp: Tensor, axis: Optional[int] = None) -> Tensor:
+    x = require_tensor("softmax", inp)
+    return apply("softmax", x, axis=_softmax_axis(x.ndim) if axis is None else int(axis))
+
+
+def logsoftmax(inp: Tensor, axis) -> Tensor:
+    """inp - logsumexp(inp, axis)."""
+    from .math import logsumexp
+    from .elemwise import sub
+    return sub(inp, logsumexp(inp, axis, keepdims=True))
+
+
+def leaky_relu(inp: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return apply("leaky_relu", require_tensor("leaky_relu", inp),
+                 negative_slope=float(negative_slope))
+
+
+def layer_norm(inp: Tensor, normalized_shape, affine: bool = True,
+               weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing `normalized_shape` axes."""
+    x = require_tensor("layer_norm", inp)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise ValueError(f"layer_norm: normalized_shape {shape} does not match the trailing "
+                         f"axes of input shape {x.shape}")
+    w = weight if (affine and weight is not None) else Tensor(np.ones(shape, np.float32))
+    b = bias if (affine and bias is not None) else Tensor(np.zeros(shape, np.float32))
+    return apply("layer_norm", x, w, b, eps=float(eps), normalized_dim=len(shape))
+
+
+def dropout(inp: Tensor, drop_prob: float, training: bool = True) -> Tensor:
+    """Zero elements with probability `drop_prob` and rescale by 1/(1-p) when training;
+    identity otherwise. Random masks are drawn eagerly (not inside compiled graphs)."""
+    if not 0 <= drop_prob < 1:
+        raise ValueError(f"dropout: drop_prob must be in [0, 1); got {drop_prob}")
+    x = require_tensor("dropout", inp)
+    if not training or drop_prob == 0:
+        return x
+    keep = (np.random.uniform(size=x.shape) >= drop_prob).astype(x.dtype) / (1 - drop_prob)
+    from .elemwise import mul
+    return mul(x, Tensor(keep))
+
+
+def embedding(inp: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
+              max_norm: Optional[float] = None, norm_type: Optional[float] = None) -> Tensor:
+    """Rows of `weight` picked by the integer tensor `inp`."""
+    if max_norm is not None or norm_type is not None:
+        raise NotImplementedError("embedding: max_norm/norm_type are not supported")
+    idx = require_tensor("embedding", inp)
+    flat = reshape(idx, (-1,)) if idx.ndim != 1 else idx
+    if flat.dtype != np.int32:
+        flat = flat.astype("int32")
+    rows = apply("take", require_tensor("embedding", weight), flat, axis=0)
+    return reshape(rows, tuple(idx.shape) + (weight.shape[1],)) if idx.ndim != 1 else rows
+
+
+def _oshp(name: str, oshp) -> tuple[int, int]:
+    return pair(name, oshp)
+
+
+def adaptive_avg_pool2d(inp: Tensor, oshp) -> Tensor:
+    return apply("adaptive_pool2d", require_tensor("adaptive_avg_pool2d", inp),
+                 mode="average", out=_oshp("oshp", oshp))
+
+
+def adaptive_max_pool2d(inp: Tensor, oshp) -> Tensor:
+    return apply("adaptive_pool2d", require_tensor("adaptive_max_pool2d", inp), mode="max",
+                 out=_oshp("oshp", oshp))
+
+
+def pad(src: Tensor, pad_width, mode: str = "constant", constant_value: float = 0.0) -> Tensor:
+    """Pad each axis by (before, after); mode "constant", "reflect" or "replicate"."""
+    x = require_tensor("pad", src)
+    widths = tuple((int(a), int(b)) for a, b in pad_width)
+    return apply("pad", x, pad_width=widths, mode=str(mode).lower(), value=float(constant_value))
+
+
+def interpolate(inp: Tensor, size=None, scale_factor=None, mode: str = "bilinear",
+                align_corners: Optional[bool] = None) -> Tensor:
+    """Resize NCHW images to `size` (or by `scale_factor`), "nearest" or "bilinear"."""
+    x = require_tensor("interpolate", inp)
+    mode = _check_mode("interpolate: mode", mode, ("nearest", "bilinear"))
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    if size is None:
+        fh, fw = (scale_factor, scale_factor) if not isinstance(scale_factor, (tuple, list)) \
+            else scale_factor
+        size = (int(x.shape[2] * fh), int(x.shape[3] * fw))
+    if mode == "nearest" and align_corners:
+        raise ValueError("interpolate: align_corners applies to bilinear mode only")
+    return apply("resize", x, size=pair("size", size), mode=mode,
+                 align_corners=bool(align_corners))

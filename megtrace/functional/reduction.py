@@ -13,6 +13,8 @@ def _make(mode: str):
         x = require_tensor(mode, inp)
         if mode == "mean" and x.dtype.kind != "f":
             x = cast(x, "float32")
+        elif x.dtype.kind == "b" and mode in ("sum", "prod"):
+            x = cast(x, "int32")
         ax = None if axis is None else (tuple(int(a) for a in axis)
                                         if isinstance(axis, (tuple, list)) else int(axis))
         return apply("reduce", x, mode=mode, axis=ax, keepdims=bool(keepdims))

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from .. import dtype as _dt
 from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
 
-__all__ = ["reshape", "flatten", "concat", "astype"]
+__all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "transpose",
+           "broadcast_to", "split", "stack", "where", "full", "zeros", "ones", "zeros_like",
+           "ones_like", "full_like", "arange", "linspace"]
 
 
 def reshape(inp: Tensor, target_shape: Sequence[int] | int) -> Tensor:
@@ -49,3 +53,94 @@ def squeeze(inp: Tensor, axis=None) -> Tensor:
     axes = tuple(i for i, d in enumerate(inp.shape) if d == 1) if axis is None else \
         _axis_tuple(axis)
     return apply("squeeze", inp, axis=axes)
+
+
+def transpose(inp: Tensor, pattern) -> Tensor:
+    """Permute axes: output axis i is input axis pattern[i]."""
+    return apply("transpose", require_tensor("transpose", inp),
+                 pattern=tuple(int(p) for p in pattern))
+
+
+def broadcast_to(inp: Tensor, shape) -> Tensor:
+    return apply("broadcast_to", require_tensor("broadcast_to", inp),
+                 shape=tuple(int(d) for d in shape))
+
+
+def split(inp: Tensor, nsplits_or_sections, axis: int = 0) -> list[Tensor]:
+    """`nsplits_or_sections` is a number of equal parts or the split points (MegEngine)."""
+    from .indexing import getitem
+    x = require_tensor("split", inp)
+    ax = axis % x.ndim
+    size = x.shape[ax]
+    if isinstance(nsplits_or_sections, int):
+        n = nsplits_or_sections
+        if n <= 0 or size % n:
+            raise ValueError(f"split: {size} elements along axis {ax} cannot be split into "
+                             f"{n} equal parts")
+        points = [size // n * i for i in range(1, n)]
+    else:
+        points = [int(p) for p in nsplits_or_sections]
+        if points != sorted(points) or any(not 0 <= p <= size for p in points):
+            raise ValueError(f"split: sections {points} must be increasing within [0, {size}]")
+    bounds = [0] + points + [size]
+    lead = (slice(None),) * ax
+    return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def stack(inps, axis: int = 0, device=None) -> Tensor:
+    """Join tensors of one shape along a new axis."""
+    tensors = [require_tensor("stack", t) for t in inps]
+    if not tensors:
+        raise ValueError("stack: needs at least one tensor")
+    ax = axis % (tensors[0].ndim + 1)
+    return concat([expand_dims(t, ax) for t in tensors], axis=ax)
+
+
+def where(mask: Tensor, x=None, y=None) -> Tensor:
+    """x where mask is True, else y (broadcasting)."""
+    from ._convert import binary_operands
+    if x is None or y is None:
+        raise ValueError("where: x and y are required")
+    a, b = binary_operands(x, y)
+    return apply("where", cast(require_tensor("where", mask), "bool"), a, b)
+
+
+# -- creation: constants (inside a trace they are constants of the graph) -----------------
+def _shape(shape) -> tuple[int, ...]:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+
+
+def full(shape, value, dtype=None, device=None) -> Tensor:
+    if dtype is None:
+        dtype = "float32" if isinstance(value, float) else None
+    return Tensor(np.full(_shape(shape), value), dtype=dtype)
+
+
+def zeros(shape, dtype="float32", device=None) -> Tensor:
+    return Tensor(np.zeros(_shape(shape)), dtype=dtype)
+
+
+def ones(shape, dtype="float32", device=None) -> Tensor:
+    return Tensor(np.ones(_shape(shape)), dtype=dtype)
+
+
+def zeros_like(inp: Tensor) -> Tensor:
+    return zeros(inp.shape, inp.dtype)
+
+
+def ones_like(inp: Tensor) -> Tensor:
+    return ones(inp.shape, inp.dtype)
+
+
+def full_like(inp: Tensor, value) -> Tensor:
+    return Tensor(np.full(inp.shape, value), dtype=inp.dtype)
+
+
+def arange(start=0, stop=None, step=1, dtype="float32", device=None) -> Tensor:
+    if stop is None:
+        start, stop = 0, start
+    return Tensor(np.arange(start, stop, step, dtype=np.float64), dtype=dtype)
+
+
+def linspace(start, stop, num, dtype="float32", device=None) -> Tensor:
+    return Tensor(np.linspace(start, stop, int(num)), dtype=dtype)

@@ -1,11 +1,17 @@
 """Elementwise operators, declared as table rows (MegEngine's Elemwise family)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..errors import DTypeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
-from .registry import MgeOpr, OpDef, register
+from .registry import MgeComposite, MgeOpr, OpDef, register
+from .shape import TYPE_CVT
+
+ELEMWISE = MgeOpr("Elemwise", "Elemwise")
 
 
 def _relu(x):
@@ -13,7 +19,27 @@ def _relu(x):
 
 
 def _sigmoid(x):
-    return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
+    return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x):
+    """erf in float64 (NumPy has none; math.erf is exact, element by element)."""
+    return _ERF(np.asarray(x, np.float64)).astype(np.float64)
+
+
+def _f64(fn):
+    return lambda x: fn(np.asarray(x, np.float64))
+
+
+def _relu6(x):
+    return np.minimum(np.maximum(x, 0), 6)
+
+
+def _softplus(x):
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
 
 
 _UNARY = [  # name,     numpy,        relax lowering,                       Elemwise mode
@@ -28,6 +54,27 @@ _UNARY = [  # name,     numpy,        relax lowering,                       Elem
     ("ceil",     np.ceil,      lambda R, x: R.ceil(x),                "CEIL"),
     ("sin",      np.sin,       lambda R, x: R.sin(x),                 "SIN"),
     ("cos",      np.cos,       lambda R, x: R.cos(x),                 "COS"),
+    ("sqrt",     np.sqrt,      lambda R, x: R.sqrt(x),                "SQRT"),
+    ("square",   np.square,    lambda R, x: R.multiply(x, x),         "SQUARE"),
+    ("round",    np.round,     lambda R, x: R.round(x),               "ROUND"),
+    ("log1p",    np.log1p,     lambda L, x: L.R.log(L.R.add(x, _one(L))), "LOG1P"),
+    ("expm1",    np.expm1,     lambda L, x: L.R.subtract(L.R.exp(x), _one(L)), "EXPM1"),
+    ("erf",      erf,          lambda R, x: R.erf(x),                 "ERF"),
+    ("relu6",    _relu6,       lambda R, x: R.clip(x, 0.0, 6.0),      "RELU6"),
+    ("silu",     _f64(lambda x: x * _sigmoid(x)), lambda R, x: R.nn.silu(x), "SILU"),
+    ("gelu",     _f64(lambda x: 0.5 * x * (1 + erf(x / np.sqrt(2)))),
+     lambda R, x: R.nn.gelu(x),                                            "GELU"),
+    ("hswish",   _f64(lambda x: x * _relu6(x + 3) / 6),
+     lambda L, x: L.R.divide(L.R.multiply(x, L.R.clip(L.R.add(x, _c(L, 3)), 0.0, 6.0)),
+                             _c(L, 6)),                                   "H_SWISH"),
+    ("hsigmoid", _f64(lambda x: _relu6(x + 3) / 6),
+     lambda L, x: L.R.divide(L.R.clip(L.R.add(x, _c(L, 3)), 0.0, 6.0), _c(L, 6)), "HSIGMOID"),
+    ("softplus", _f64(_softplus),
+     lambda L, x: L.R.add(_log1p_exp_neg_abs(L, x), L.R.nn.relu(x)),
+     "SOFTPLUS"),
+    ("logsigmoid", _f64(lambda x: -_softplus(-x)),
+     lambda L, x: L.R.negative(L.R.add(_log1p_exp_neg_abs(L, x),
+                                       L.R.nn.relu(L.R.negative(x)))),   "LOGSIGMOID"),
 ]
 
 _BINARY = [  # name,     numpy,          relax lowering,                  Elemwise mode
@@ -38,7 +85,38 @@ _BINARY = [  # name,     numpy,          relax lowering,                  Elemwi
     ("maximum",  np.maximum,     lambda R, a, b: R.maximum(a, b),  "MAX_"),
     ("minimum",  np.minimum,     lambda R, a, b: R.minimum(a, b),  "MIN_"),
     ("pow",      np.power,       lambda R, a, b: R.power(a, b),    "POW"),
+    ("floor_div", np.floor_divide, lambda R, a, b: R.floor_divide(a, b), "FLOOR_DIV"),
+    ("mod",      np.fmod,        lambda R, a, b: R.mod(a, b),      "MOD"),
 ]
+
+# Comparisons give bool. MegEngine 1.13 writes them as Elemwise (same-dtype 0/1) + TypeCvt
+# to Bool; `gt`/`ge` are LT/LEQ with swapped operands.
+_COMPARE = [  # name,  numpy,          relax lowering,                  mode, swap
+    ("lt",       np.less,          lambda R, a, b: R.less(a, b),          "LT",  False),
+    ("le",       np.less_equal,    lambda R, a, b: R.less_equal(a, b),    "LEQ", False),
+    ("gt",       np.greater,       lambda R, a, b: R.greater(a, b),       "LT",  True),
+    ("ge",       np.greater_equal, lambda R, a, b: R.greater_equal(a, b), "LEQ", True),
+    ("eq",       np.equal,         lambda R, a, b: R.equal(a, b),         "EQ",  False),
+]
+
+_LOGICAL = [  # bool operands and result
+    ("logical_and", np.logical_and, lambda R, a, b: R.logical_and(a, b), "AND"),
+    ("logical_or",  np.logical_or,  lambda R, a, b: R.logical_or(a, b),  "OR"),
+    ("logical_xor", np.logical_xor, lambda R, a, b: R.logical_xor(a, b), "XOR"),
+]
+
+
+def _c(L, value):
+    return L.const(value, L.out.dtype)
+
+
+def _one(L):
+    return _c(L, 1.0)
+
+
+def _log1p_exp_neg_abs(L, x):
+    R = L.R
+    return R.log(R.add(R.exp(R.negative(R.abs(x))), _one(L)))
 
 
 def _unary_infer(x: TensorType) -> TensorType:
@@ -64,13 +142,63 @@ def _elemwise(mode: str) -> MgeOpr:
     return MgeOpr("Elemwise", "Elemwise", match={"mode": mode})
 
 
+_NEEDS_CONTEXT = {"log1p", "expm1", "hswish", "hsigmoid", "softplus", "logsigmoid"}
+
 for _name, _fn, _lower, _mode in _UNARY:
-    register(OpDef(_name, eager=_typed(_fn), infer=_unary_infer,
-                   lower=lambda L, x, _l=_lower: _l(L.R, x), mge=_elemwise(_mode)))
+    _lo = _lower if _name in _NEEDS_CONTEXT else (lambda L, x, _l=_lower: _l(L.R, x))
+    register(OpDef(_name, eager=_typed(_fn), infer=_unary_infer, lower=_lo,
+                   mge=_elemwise(_mode)))
 
 for _name, _fn, _lower, _mode in _BINARY:
     register(OpDef(_name, eager=_typed(_fn), infer=_binary_infer(_name),
                    lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode)))
 
+
+
+def _compare_infer(name):
+    def infer(a: TensorType, b: TensorType) -> TensorType:
+        same_dtype(name, a, b)
+        return TensorType(broadcast_shapes(name, a.shape, b.shape), "bool")
+    return infer
+
+
+def _compare_emit(mode: str, swap: bool) -> MgeComposite:
+    def emit(em, types, params, inputs):
+        a, b = inputs[::-1] if swap else inputs
+        out = em.opr(ELEMWISE, {"mode": mode}, [a, b])
+        return em.opr(TYPE_CVT, TYPE_CVT.fields({"dtype": "bool"}), [out])
+    return MgeComposite(emit)
+
+
+for _name, _fn, _lower, _mode, _swap in _COMPARE:
+    register(OpDef(_name, eager=_fn, infer=_compare_infer(_name),
+                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b),
+                   mge=_compare_emit(_mode, _swap)))
+
+
+def _logical_infer(name):
+    def infer(a: TensorType, b: TensorType) -> TensorType:
+        if a.dtype != "bool" or b.dtype != "bool":
+            raise DTypeError(f"{name}: operands must be bool; got {a} and {b}")
+        return TensorType(broadcast_shapes(name, a.shape, b.shape), "bool")
+    return infer
+
+
+for _name, _fn, _lower, _mode in _LOGICAL:
+    register(OpDef(_name, eager=_fn, infer=_logical_infer(_name),
+                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode)))
+
+
+def _not_infer(x: TensorType) -> TensorType:
+    if x.dtype != "bool":
+        raise DTypeError(f"logical_not: operand must be bool; got {x}")
+    return x
+
+
+register(OpDef("logical_not", eager=np.logical_not, infer=_not_infer,
+               lower=lambda L, x: L.R.logical_not(x), mge=_elemwise("NOT")))
+
 UNARY_NAMES = tuple(r[0] for r in _UNARY)
 BINARY_NAMES = tuple(r[0] for r in _BINARY)
+COMPARE_NAMES = tuple(r[0] for r in _COMPARE)
+LOGICAL_NAMES = tuple(r[0] for r in _LOGICAL) + ("logical_not",)

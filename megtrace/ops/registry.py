@@ -35,6 +35,7 @@ class MgeOpr:
     extra: tuple[tuple[str, dict], ...] = ()
     outputs: int = 1        # non-volatile outputs of the MegEngine opr
     result: int = 0         # which of them is the op's result (BatchNorm: the last)
+    results: tuple[int, ...] | None = None   # for ops with several results (TopK)
 
     def fields_for(self, params: dict) -> dict:
         out = dict(self.match)

@@ -144,11 +144,38 @@ def _subtensor_lower(L, x, *, index):
     return R.reshape(R.strided_slice(x, axes, begin, end, strides), L.out.shape)
 
 
+def _subtensor_emit(em, types, p, inputs):
+    """Index values become Int32 constants, consumed item by item (begin, end, step, idx)."""
+    items, extra = [], []
+    for axis, start, stop, step, idx in p["index"]:
+        flags = {"begin": start, "end": stop, "step": step, "idx": idx}
+        items.append({"axis": axis, **{k: v is not None for k, v in flags.items()}})
+        extra += [em.const(np.array([v], np.int32)) for v in flags.values() if v is not None]
+    return em.opr(SUBTENSOR, {"items": items}, [inputs[0], *extra])
+
+
 register(OpDef(
     "subtensor", params={"index": ()},
-    eager=lambda x, *, index: np.ascontiguousarray(x[_index_tuple(x.ndim, index)]),
-    infer=_subtensor_infer, lower=_subtensor_lower,
+    eager=lambda x, *, index: np.array(x[_index_tuple(x.ndim, index)]),
+    infer=_subtensor_infer, lower=_subtensor_lower, mge=MgeComposite(_subtensor_emit),
 ))
+
+
+# -- broadcast_to ---------------------------------------------------------------------
+def _broadcast_infer(x, *, shape):
+    if len(shape) < x.ndim or any(d not in (1, s) for d, s in zip(x.shape[::-1], shape[::-1])):
+        raise ShapeError(f"broadcast_to: cannot broadcast {x} to {tuple(shape)}")
+    return TensorType(tuple(shape), x.dtype)
+
+
+register(OpDef(
+    "broadcast_to", params={"shape": ()}, infer=_broadcast_infer,
+    eager=lambda x, *, shape: np.array(np.broadcast_to(x, shape)),
+    lower=lambda L, x, *, shape: L.R.broadcast_to(x, L.out.shape),
+    mge=MgeComposite(lambda em, types, p, inputs: em.opr(
+        BROADCAST, {}, [inputs[0], em.const(np.array(p["shape"], np.int32))])),
+))
+BROADCAST = MgeOpr("Broadcast", "Empty")
 
 
 # -- concat ---------------------------------------------------------------------------

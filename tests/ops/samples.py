@@ -1,6 +1,7 @@
 """Per-op samples with references written independently of megtrace (loops, float64)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -78,6 +79,24 @@ def _bn_train_ref(x, w, b, eps):
     return (x - mean) / np.sqrt(var + eps) * w + b, mean, var
 
 
+def _ln_param(n):
+    return lambda rng: rng.uniform(0.5, 1.5, size=(n,)).astype(np.float32)
+
+
+def _ln_ref(x, w, b, nd):
+    axes = tuple(range(x.ndim - nd, x.ndim))
+    x = x.astype(np.float64)
+    m = x.mean(axis=axes, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=axes, keepdims=True)
+    return (x - m) / np.sqrt(v + 1e-5) * w + b
+
+
+def _pad_ref(x, widths, value):
+    out = np.full(tuple(d + a + b for d, (a, b) in zip(x.shape, widths)), value)
+    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, widths))] = x
+    return out
+
+
 def _stat(c):
     return lambda rng: rng.uniform(0.5, 1.5, size=(1, c, 1, 1)).astype(np.float32)
 
@@ -89,6 +108,60 @@ def _unary(name, ref, lo=-2.0, hi=2.0):
 def _binary(name, ref, lo=-2.0, hi=2.0, tag="broadcast"):
     return Sample(name, lambda rng: [f32(2, 3, 4, lo=lo, hi=hi)(rng), f32(3, 1, lo=lo, hi=hi)(rng)],
                   ref=ref, tag=tag)
+
+
+def _erf(x):
+    return np.vectorize(math.erf)(x.astype(np.float64))
+
+
+def _sigm(x):
+    return 1 / (1 + np.exp(-x.astype(np.float64)))
+
+
+def _ints(*shape, lo=-5, hi=5):
+    return lambda rng: rng.integers(lo, hi, size=shape).astype(np.int32)
+
+
+def _bools(*shape):
+    return lambda rng: rng.uniform(size=shape) > 0.5
+
+
+def _bilinear_ref(x, size, align):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + tuple(size))
+    for i in range(size[0]):
+        for j in range(size[1]):
+            if align:
+                sy = i * (h - 1) / (size[0] - 1)
+                sx = j * (w - 1) / (size[1] - 1)
+            else:
+                sy = min(max((i + 0.5) * h / size[0] - 0.5, 0), h - 1)
+                sx = min(max((j + 0.5) * w / size[1] - 0.5, 0), w - 1)
+            y0, x0 = int(sy), int(sx)
+            y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+            dy, dx = sy - y0, sx - x0
+            out[:, :, i, j] = (x[:, :, y0, x0] * (1 - dy) * (1 - dx) + x[:, :, y0, x1] * (1 - dy) * dx
+                               + x[:, :, y1, x0] * dy * (1 - dx) + x[:, :, y1, x1] * dy * dx)
+    return out
+
+
+def _adaptive_ref(x, mode, out):
+    n, c, h, w = x.shape
+    res = np.zeros((n, c) + tuple(out))
+    for i in range(out[0]):
+        for j in range(out[1]):
+            h0, h1 = (i * h) // out[0], -(-((i + 1) * h) // out[0])
+            w0, w1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
+            win = x[:, :, h0:h1, w0:w1].astype(np.float64)
+            res[:, :, i, j] = win.max(axis=(2, 3)) if mode == "max" else win.mean(axis=(2, 3))
+    return res
+
+
+def _topk_ref(x, k, descending):
+    rows = [sorted(range(x.shape[1]), key=lambda j: (-x[r, j] if descending else x[r, j]))[:k]
+            for r in range(x.shape[0])]
+    idx = np.array(rows, np.int32)
+    return np.take_along_axis(x, idx, axis=1), idx
 
 
 SAMPLES: list[Sample] = [
@@ -103,6 +176,90 @@ SAMPLES: list[Sample] = [
     _unary("ceil", lambda x: np.ceil(x)),
     _unary("sin", lambda x: np.sin(x.astype(np.float64))),
     _unary("cos", lambda x: np.cos(x.astype(np.float64))),
+    _unary("sqrt", lambda x: np.sqrt(x.astype(np.float64)), lo=0.0, hi=4.0),
+    _unary("square", lambda x: x.astype(np.float64) * x),
+    _unary("round", lambda x: np.where(x >= 0, np.floor(x + 0.5), -np.floor(-x + 0.5)), lo=-2.4,
+           hi=2.4),
+    _unary("log1p", lambda x: np.log(1 + x.astype(np.float64)), lo=-0.5, hi=2.0),
+    _unary("expm1", lambda x: np.exp(x.astype(np.float64)) - 1),
+    _unary("erf", _erf),
+    _unary("relu6", lambda x: np.minimum(np.maximum(x, 0), 6), lo=-3, hi=9),
+    _unary("silu", lambda x: x * _sigm(x)),
+    _unary("gelu", lambda x: x * 0.5 * (1 + _erf(x / math.sqrt(2)))),
+    _unary("hswish", lambda x: x * np.clip(x + 3.0, 0, 6) / 6, lo=-5, hi=5),
+    _unary("hsigmoid", lambda x: np.clip(x + 3.0, 0, 6) / 6, lo=-5, hi=5),
+    _unary("softplus", lambda x: np.log(1 + np.exp(x.astype(np.float64)))),
+    _unary("logsigmoid", lambda x: np.log(_sigm(x))),
+    _binary("floor_div", lambda a, b: np.floor(a.astype(np.float64) / b), lo=0.5, hi=4.0),
+    _binary("mod", lambda a, b: np.fmod(a.astype(np.float64), b), lo=0.5, hi=4.0),
+    Sample("lt", lambda rng: [_ints(3, 4)(rng), _ints(4)(rng)], ref=lambda a, b: a < b),
+    Sample("le", lambda rng: [_ints(3, 4)(rng), _ints(4)(rng)], ref=lambda a, b: a <= b),
+    Sample("gt", lambda rng: [f32(3, 4)(rng), f32(3, 1)(rng)], ref=lambda a, b: a > b),
+    Sample("ge", lambda rng: [_ints(3, 4)(rng), _ints(3, 4)(rng)], ref=lambda a, b: a >= b),
+    Sample("eq", lambda rng: [_ints(3, 4)(rng), _ints(3, 4)(rng)], ref=lambda a, b: a == b),
+    Sample("logical_and", lambda rng: [_bools(3, 4)(rng), _bools(4)(rng)],
+           ref=lambda a, b: a & b),
+    Sample("logical_or", lambda rng: [_bools(3, 4)(rng), _bools(4)(rng)],
+           ref=lambda a, b: a | b),
+    Sample("logical_xor", lambda rng: [_bools(3, 4)(rng), _bools(4)(rng)],
+           ref=lambda a, b: a ^ b),
+    Sample("logical_not", lambda rng: [_bools(3, 4)(rng)], ref=lambda a: ~a),
+    Sample("softmax", lambda rng: [f32(2, 3, 5, lo=-4, hi=4)(rng)], {"axis": 1},
+           ref=lambda x, axis: np.exp(x.astype(np.float64)) / np.exp(x.astype(np.float64)).sum(
+               axis=1, keepdims=True)),
+    Sample("leaky_relu", lambda rng: [f32(3, 4)(rng)], {"negative_slope": 0.2},
+           ref=lambda x, negative_slope: np.where(x > 0, x, 0.2 * x.astype(np.float64))),
+    Sample("clip", lambda rng: [f32(3, 4, lo=-3, hi=3)(rng)], {"lower": -1.0, "upper": 0.5},
+           ref=lambda x, **p: np.minimum(np.maximum(x, -1.0), 0.5)),
+    Sample("layer_norm", lambda rng: [f32(2, 5, 6)(rng), _ln_param(6)(rng), _ln_param(6)(rng)],
+           {"eps": 1e-5, "normalized_dim": 1}, ref=lambda x, w, b, **p: _ln_ref(x, w, b, 1)),
+    Sample("layer_norm", lambda rng: [f32(2, 5, 6)(rng), f32(5, 6)(rng), f32(5, 6)(rng)],
+           {"eps": 1e-5, "normalized_dim": 2}, ref=lambda x, w, b, **p: _ln_ref(x, w, b, 2),
+           tag="2-axes"),
+    Sample("adaptive_pool2d", lambda rng: [f32(2, 3, 7, 9)(rng)], {"mode": "average", "out": (3, 4)},
+           ref=lambda x, **p: _adaptive_ref(x, **p), tag="avg"),
+    Sample("adaptive_pool2d", lambda rng: [f32(1, 2, 6, 6)(rng)], {"mode": "max", "out": (1, 1)},
+           ref=lambda x, **p: _adaptive_ref(x, **p), tag="max-global"),
+    Sample("pad", lambda rng: [f32(2, 3, 4)(rng)],
+           {"pad_width": ((0, 0), (1, 2), (2, 0)), "mode": "constant", "value": 0.5},
+           ref=lambda x, **p: _pad_ref(x, ((0, 0), (1, 2), (2, 0)), 0.5), tag="constant"),
+    Sample("pad", lambda rng: [f32(1, 4, 5)(rng)],
+           {"pad_width": ((0, 0), (1, 1), (2, 2)), "mode": "replicate", "value": 0.0},
+           ref=lambda x, **p: x[:, [0, 0, 1, 2, 3, 3]][:, :, [0, 0, 0, 1, 2, 3, 4, 4, 4]],
+           tag="replicate"),
+    Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)],
+           {"size": (7, 3), "mode": "bilinear", "align_corners": False},
+           ref=lambda x, size, **p: _bilinear_ref(x, size, False), tag="bilinear"),
+    Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)],
+           {"size": (7, 9), "mode": "bilinear", "align_corners": True},
+           ref=lambda x, size, **p: _bilinear_ref(x, size, True), tag="bilinear-align"),
+    Sample("resize", lambda rng: [f32(1, 2, 3, 4)(rng)],
+           {"size": (6, 8), "mode": "nearest", "align_corners": False},
+           ref=lambda x, **p: x.repeat(2, axis=2).repeat(2, axis=3), tag="nearest-x2"),
+    Sample("transpose", lambda rng: [f32(2, 3, 4)(rng)], {"pattern": (2, 0, 1)},
+           ref=lambda x, pattern: np.einsum("abc->cab", x)),
+    Sample("take", lambda rng: [f32(5, 3)(rng), _ints(4, lo=0, hi=5)(rng)], {"axis": 0},
+           ref=lambda x, i, axis: np.stack([x[k] for k in i])),
+    Sample("where", lambda rng: [_bools(3, 4)(rng), f32(3, 4)(rng), f32(4)(rng)],
+           ref=lambda m, x, y: m * x + (~m) * y),
+    Sample("topk", lambda rng: [rng.permutation(24).reshape(3, 8).astype(np.float32)],
+           {"k": 3, "descending": False}, ref=lambda x, **p: _topk_ref(x, 3, False),
+           tag="ascending"),
+    Sample("topk", lambda rng: [rng.permutation(24).reshape(3, 8).astype(np.float32)],
+           {"k": 2, "descending": True}, ref=lambda x, **p: _topk_ref(x, 2, True),
+           tag="descending"),
+    Sample("cumsum", lambda rng: [f32(3, 4)(rng)], {"axis": 1},
+           ref=lambda x, axis: np.stack([x[:, :j + 1].astype(np.float64).sum(1)
+                                         for j in range(4)], 1)),
+    Sample("arg_reduce", lambda rng: [rng.permutation(12).reshape(3, 4).astype(np.float32)],
+           {"mode": "max", "axis": 1, "keepdims": False},
+           ref=lambda x, **p: np.array([list(r).index(max(r)) for r in x], np.int32), tag="max"),
+    Sample("arg_reduce", lambda rng: [rng.permutation(12).reshape(3, 4).astype(np.float32)],
+           {"mode": "min", "axis": 0, "keepdims": True},
+           ref=lambda x, **p: np.array([[list(c).index(min(c)) for c in x.T]], np.int32),
+           tag="min-keepdims"),
+    Sample("broadcast_to", lambda rng: [f32(3, 1)(rng)], {"shape": (2, 3, 4)},
+           ref=lambda x, shape: x[None] * np.ones((2, 3, 4))),
     _binary("add", lambda a, b: a.astype(np.float64) + b),
     _binary("sub", lambda a, b: a.astype(np.float64) - b),
     _binary("mul", lambda a, b: a.astype(np.float64) * b),
@@ -189,6 +346,11 @@ BAD = [
     ("concat", [(2, 3), (3, 4)], {"axis": 0}, "ShapeError", "does not match"),
     ("reduce", [(2, 3)], {"axis": 2}, "ShapeError", "out of range"),
     ("squeeze", [(2, 3)], {"axis": (0,)}, "ShapeError", "not 1"),
+    ("transpose", [(2, 3)], {"pattern": (0, 0)}, "ShapeError", "permutation"),
+    ("topk", [(2, 3)], {"k": 4}, "ShapeError", "out of range"),
+    ("layer_norm", [(2, 3), (4,), (4,)], {}, "ShapeError", "weight"),
+    ("pad", [(2, 3)], {"pad_width": ((1, 1),)}, "ShapeError", "pair per axis"),
+    ("broadcast_to", [(2, 3)], {"shape": (4, 3)}, "ShapeError", "cannot broadcast"),
     ("batch_norm", [(1, 3, 4, 4), (1, 2, 1, 1), (1, 3, 1, 1), (1, 3, 1, 1), (1, 3, 1, 1)], {},
      "ShapeError", "weight"),
 ]

@@ -1,0 +1,103 @@
+"""Math functions with MegEngine's names: argmax/argmin, topk, cumsum, clip, logsumexp,
+and the comparisons and logical operators."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from ..dispatch import apply
+from ..tensor import Tensor
+from ._convert import binary_operands, cast, require_tensor
+from .reduction import max as _max, sum as _sum
+from .tensor_ops import reshape
+from .elemwise import exp, log, sub, add
+
+__all__ = ["argmax", "argmin", "topk", "cumsum", "clip", "logsumexp", "equal", "not_equal",
+           "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+           "logical_xor", "logical_not"]
+
+
+def _arg(mode: str, inp: Tensor, axis, keepdims: bool) -> Tensor:
+    x = require_tensor(f"arg{mode}", inp)
+    if axis is None:
+        return apply("arg_reduce", reshape(x, (-1,)), mode=mode, axis=0, keepdims=False)
+    if isinstance(axis, (list, tuple)):
+        raise ValueError(f"arg{mode}: axis must be an int or None; got {axis!r}")
+    return apply("arg_reduce", x, mode=mode, axis=int(axis), keepdims=bool(keepdims))
+
+
+def argmax(inp: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
+    """Index (int32) of the largest element along `axis` (of the flattened input if None)."""
+    return _arg("max", inp, axis, keepdims)
+
+
+def argmin(inp: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
+    """Index (int32) of the smallest element along `axis` (of the flattened input if None)."""
+    return _arg("min", inp, axis, keepdims)
+
+
+def topk(inp: Tensor, k: int, descending: bool = False, kth_only: bool = False,
+         no_sort: bool = False):
+    """The k smallest (largest if `descending`) elements along the last axis and their
+    int32 indices. `kth_only` returns (the k-th value, None); `no_sort` may return them
+    in any order (here: sorted)."""
+    values, indices = apply("topk", require_tensor("topk", inp), k=int(k),
+                            descending=bool(descending))
+    if kth_only:
+        from .indexing import getitem
+        return getitem(values, (Ellipsis, k - 1)), None
+    return values, indices
+
+
+def cumsum(inp: Tensor, axis: int) -> Tensor:
+    """Inclusive cumulative sum along `axis`."""
+    return apply("cumsum", require_tensor("cumsum", inp), axis=int(axis))
+
+
+def clip(x: Tensor, lower=None, upper=None) -> Tensor:
+    """Clamp into [lower, upper]; either bound may be None."""
+    if lower is None and upper is None:
+        raise ValueError("clip: lower and upper cannot both be None")
+    return apply("clip", require_tensor("clip", x),
+                 lower=None if lower is None else float(lower),
+                 upper=None if upper is None else float(upper))
+
+
+def logsumexp(inp: Tensor, axis: Union[int, Sequence[int]], keepdims: bool = False) -> Tensor:
+    """log(sum(exp(inp), axis)), computed stably around the maximum."""
+    m = _max(inp, axis=axis, keepdims=True)
+    out = add(log(_sum(exp(sub(inp, m)), axis=axis, keepdims=True)), m)
+    if not keepdims:
+        from .tensor_ops import squeeze
+        out = squeeze(out, axis)
+    return out
+
+
+def _compare(name: str):
+    def fn(x, y) -> Tensor:
+        a, b = binary_operands(x, y)
+        return apply(name, a, b)
+    return fn
+
+
+less, less_equal, greater, greater_equal, equal = (
+    _compare(n) for n in ("lt", "le", "gt", "ge", "eq"))
+
+
+def not_equal(x, y) -> Tensor:
+    return logical_not(equal(x, y))
+
+
+def _logical(name: str):
+    def fn(x, y) -> Tensor:
+        return apply(name, cast(require_tensor(name, x), "bool"),
+                     cast(require_tensor(name, y), "bool"))
+    fn.__name__ = name
+    return fn
+
+
+logical_and, logical_or, logical_xor = (_logical(n) for n in
+                                        ("logical_and", "logical_or", "logical_xor"))
+
+
+def logical_not(x) -> Tensor:
+    return apply("logical_not", cast(require_tensor("logical_not", x), "bool"))

@@ -1,0 +1,118 @@
+"""Activation, normalization, embedding and pooling layers with MegEngine's signatures."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .. import functional as F
+from ..tensor import Parameter
+from .module import Module
+
+
+class Softmax(Module):
+    def __init__(self, axis: Optional[int] = None, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def forward(self, inputs):
+        return F.softmax(inputs, self.axis)
+
+
+class Sigmoid(Module):
+    def forward(self, inputs):
+        return F.sigmoid(inputs)
+
+
+class SiLU(Module):
+    def forward(self, inputs):
+        return F.silu(inputs)
+
+
+class GELU(Module):
+    def forward(self, inputs):
+        return F.gelu(inputs)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope: float = 0.01, **kwargs):
+        super().__init__(**kwargs)
+        self.negative_slope = negative_slope
+
+    def forward(self, inputs):
+        return F.leaky_relu(inputs, self.negative_slope)
+
+
+class Identity(Module):
+    def forward(self, x):
+        return x
+
+
+class Dropout(Module):
+    """Identity in eval mode; in training mode zeroes with probability `drop_prob`."""
+
+    def __init__(self, drop_prob: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.drop_prob = drop_prob
+
+    def forward(self, inputs):
+        return F.dropout(inputs, self.drop_prob, training=self.training)
+
+
+class LayerNorm(Module):
+    """Normalizes the trailing `normalized_shape` axes; weight ones, bias zeros."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-05, affine: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.affine = shape, eps, affine
+        self.weight = Parameter(np.ones(shape, np.float32)) if affine else None
+        self.bias = Parameter(np.zeros(shape, np.float32)) if affine else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.affine, self.weight, self.bias,
+                            self.eps)
+
+
+class Embedding(Module):
+    """A (num_embeddings, embedding_dim) table ~ N(0, 1) looked up by integer tensors."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+                 norm_type: Optional[float] = None, initial_weight=None, freeze: bool = False,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if initial_weight is not None:
+            weight = np.asarray(getattr(initial_weight, "numpy", lambda: initial_weight)(),
+                                np.float32)
+            if weight.shape != (num_embeddings, embedding_dim):
+                raise ValueError(f"Embedding: initial_weight has shape {weight.shape}, expected "
+                                 f"{(num_embeddings, embedding_dim)}")
+        else:
+            weight = np.random.normal(size=(num_embeddings, embedding_dim)).astype(np.float32)
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.freeze = freeze
+        self.weight = Parameter(weight)
+
+    def forward(self, inputs):
+        return F.embedding(inputs, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, oshp, **kwargs):
+        super().__init__(**kwargs)
+        self.oshp = oshp
+
+    def forward(self, inp):
+        return F.adaptive_avg_pool2d(inp, self.oshp)
+
+
+class AdaptiveMaxPool2d(Module):
+    def __init__(self, oshp, **kwargs):
+        super().__init__(**kwargs)
+        self.oshp = oshp
+
+    def forward(self, inp):
+        return F.adaptive_max_pool2d(inp, self.oshp)

@@ -1,0 +1,150 @@
+"""Spatial ops on NCHW images: adaptive pooling, padding, resizing."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError, UnsupportedOpError
+from ..ir import TensorType
+from .registry import MgeComposite, MgeOpr, OpDef, register
+
+ADAPTIVE_POOLING = MgeOpr("AdaptivePoolingV1", "AdaptivePooling")
+
+
+# -- adaptive pooling ---------------------------------------------------------------------
+def _bins(size: int, out: int) -> list[tuple[int, int]]:
+    return [(i * size // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_infer(x, *, mode, out):
+    if x.ndim != 4:
+        raise ShapeError(f"adaptive_pool2d: input must be 4-d NCHW; got {x}")
+    if mode not in ("max", "average") or min(out) <= 0:
+        raise ValueError(f"adaptive_pool2d: bad mode {mode!r} or output size {out}")
+    return TensorType(x.shape[:2] + tuple(out), x.dtype)
+
+
+def _adaptive_eager(x, *, mode, out):
+    reduce = np.max if mode == "max" else np.mean
+    y = np.empty(x.shape[:2] + tuple(out), np.float64)
+    for i, (h0, h1) in enumerate(_bins(x.shape[2], out[0])):
+        for j, (w0, w1) in enumerate(_bins(x.shape[3], out[1])):
+            y[:, :, i, j] = reduce(x[:, :, h0:h1, w0:w1].astype(np.float64), axis=(2, 3))
+    return y.astype(x.dtype)
+
+
+def _adaptive_lower(L, x, *, mode, out):
+    if mode == "average":
+        return L.R.nn.adaptive_avg_pool2d(x, output_size=out)
+    n, c, h, w = L.types[0].shape
+    if h % out[0] or w % out[1]:   # Relax has no adaptive max pool; even bins are a reshape
+        raise UnsupportedOpError(f"adaptive_max_pool2d: output {out} must divide input {h}x{w} "
+                                 "to be compiled")
+    bins = L.R.reshape(x, (n, c, out[0], h // out[0], out[1], w // out[1]))
+    return L.R.max(bins, axis=[3, 5])
+
+
+def _adaptive_emit(em, types, p, inputs):
+    mode = "MAX_" if p["mode"] == "max" else "AVERAGE"
+    return em.opr(ADAPTIVE_POOLING, {"mode": mode},
+                  [inputs[0], em.const(np.array(p["out"], np.int32))])
+
+
+register(OpDef("adaptive_pool2d", params={"mode": "average", "out": (1, 1)},
+               eager=_adaptive_eager, infer=_adaptive_infer, lower=_adaptive_lower,
+               mge=MgeComposite(_adaptive_emit)))
+
+# -- pad ----------------------------------------------------------------------------------
+_PAD_MODES = {"constant": ("constant", "CONSTANT"), "reflect": ("reflect", "REFLECT"),
+              "replicate": ("edge", "REPLICATE")}
+
+
+def _pad_infer(x, *, pad_width, mode, value):
+    if len(pad_width) != x.ndim or any(a < 0 or b < 0 for a, b in pad_width):
+        raise ShapeError(f"pad: pad_width needs one non-negative (before, after) pair per axis "
+                         f"of {x}; got {pad_width}")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {sorted(_PAD_MODES)}; got {mode!r}")
+    if mode == "reflect" and any(max(p) >= d for p, d in zip(pad_width, x.shape)):
+        raise ShapeError(f"pad: reflect padding {pad_width} must be smaller than {x}")
+    return TensorType(tuple(d + a + b for d, (a, b) in zip(x.shape, pad_width)), x.dtype)
+
+
+def _pad_eager(x, *, pad_width, mode, value):
+    if mode == "constant":
+        return np.pad(x, pad_width, constant_values=value)
+    return np.pad(x, pad_width, mode=_PAD_MODES[mode][0])
+
+
+def _pad_lower(L, x, *, pad_width, mode, value):
+    if mode == "constant":
+        flat = [v for pair in pad_width for v in pair]
+        return L.R.nn.pad(x, flat, pad_mode="constant", pad_value=float(value))
+    # Edge/reflect padding as a gather of source indices (TVM's legalized edge pad is wrong
+    # in 0.27: it pads with zeros).
+    for axis, (a, b) in enumerate(pad_width):
+        if a or b:
+            d = L.types[0].shape[axis]
+            idx = np.arange(-a, d + b)
+            idx = np.clip(idx, 0, d - 1) if mode == "replicate" else \
+                np.abs(idx) - 2 * np.maximum(np.abs(idx) - (d - 1), 0)
+            x = L.R.take(x, L.const(idx.astype(np.int32), "int32"), axis=axis)
+    return x
+
+
+def _pad_fields(p):
+    fields = {"padding_val": p["value"], "padding_mode": _PAD_MODES[p["mode"]][1]}
+    for i, (a, b) in enumerate(p["pad_width"]):
+        fields[f"front_offset_dim{i}"], fields[f"back_offset_dim{i}"] = a, b
+    return fields
+
+
+register(OpDef("pad", params={"pad_width": (), "mode": "constant", "value": 0.0},
+               eager=_pad_eager, infer=_pad_infer, lower=_pad_lower,
+               mge=MgeOpr("Padding", "Padding", fields=_pad_fields)))
+
+
+# -- resize (F.nn.interpolate) ---------------------------------------------------------------
+def _resize_infer(x, *, size, mode, align_corners):
+    if x.ndim != 4:
+        raise ShapeError(f"resize: input must be 4-d NCHW; got {x}")
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f"resize: mode must be 'nearest' or 'bilinear'; got {mode!r}")
+    return TensorType(x.shape[:2] + tuple(size), x.dtype)
+
+
+def _src_coords(out: int, size: int, mode: str, align: bool) -> np.ndarray:
+    d = np.arange(out, dtype=np.float64)
+    if mode == "nearest":
+        return np.minimum(np.floor(d * size / out), size - 1)
+    if align:
+        return d * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+    return np.clip((d + 0.5) * size / out - 0.5, 0, size - 1)
+
+
+def _resize_eager(x, *, size, mode, align_corners):
+    ys = _src_coords(size[0], x.shape[2], mode, align_corners)
+    xs = _src_coords(size[1], x.shape[3], mode, align_corners)
+    x64 = x.astype(np.float64)
+    if mode == "nearest":
+        return x64[:, :, ys.astype(int)][:, :, :, xs.astype(int)].astype(x.dtype)
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, x.shape[2] - 1), np.minimum(x0 + 1, x.shape[3] - 1)
+    wy, wx = (ys - y0)[:, None], (xs - x0)[None, :]
+    top = x64[:, :, y0][:, :, :, x0] * (1 - wx) + x64[:, :, y0][:, :, :, x1] * wx
+    bot = x64[:, :, y1][:, :, :, x0] * (1 - wx) + x64[:, :, y1][:, :, :, x1] * wx
+    return (top * (1 - wy) + bot * wy).astype(x.dtype)
+
+
+def _resize_lower(L, x, *, size, mode, align_corners):
+    if mode == "nearest":
+        return L.R.image.resize2d(x, size, method="nearest_neighbor",
+                                  coordinate_transformation_mode="asymmetric",
+                                  rounding_method="floor")
+    coord = "align_corners" if align_corners else "half_pixel"
+    return L.R.image.resize2d(x, size, method="linear", coordinate_transformation_mode=coord)
+
+
+# Not written to .mge yet: MegEngine's ResizeV2 coordinate rules for each mode must be
+# checked against the real runtime first.
+register(OpDef("resize", params={"size": (1, 1), "mode": "bilinear", "align_corners": False},
+               eager=_resize_eager, infer=_resize_infer, lower=_resize_lower))

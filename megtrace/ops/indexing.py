@@ -1,0 +1,165 @@
+"""Ops that move or pick elements: transpose, take, where, topk, cumsum, argmax/argmin."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..ir import TensorType
+from ._rules import broadcast_shapes, norm_axis
+from .reduce import AXIS_ADD_REMOVE
+from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
+from .shape import TYPE_CVT
+
+ELEMWISE = MgeOpr("Elemwise", "Elemwise")
+
+
+# -- transpose (MegEngine's Dimshuffle) ---------------------------------------------------
+def _transpose_infer(x, *, pattern):
+    if sorted(pattern) != list(range(x.ndim)):
+        raise ShapeError(f"transpose: pattern {pattern} is not a permutation of the axes of {x}")
+    return TensorType(tuple(x.shape[i] for i in pattern), x.dtype)
+
+
+register(OpDef(
+    "transpose", params={"pattern": ()}, infer=_transpose_infer,
+    eager=lambda x, *, pattern: np.array(np.transpose(x, pattern)),
+    lower=lambda L, x, *, pattern: L.R.permute_dims(x, list(pattern)),
+    mge=MgeOpr("Dimshuffle", "Dimshuffle",
+               fields=lambda p: {"pattern": list(p["pattern"]), "ndim": len(p["pattern"])},
+               decode=lambda f: {"pattern": tuple(f["pattern"])}),
+))
+
+
+# -- take: rows of `x` along `axis` picked by an int tensor (Embedding, x[idx]) ------------
+def _take_infer(x, idx, *, axis):
+    if idx.dtype not in ("int32", "int16", "int8", "uint8"):
+        raise DTypeError(f"take: indices must be integers; got {idx}")
+    ax = norm_axis("take", axis, x.ndim)
+    return TensorType(x.shape[:ax] + idx.shape + x.shape[ax + 1:], x.dtype)
+
+
+def _take_eager(x, idx, *, axis):
+    ax = norm_axis("take", axis, x.ndim)
+    if idx.size and (idx.min() < -x.shape[ax] or idx.max() >= x.shape[ax]):
+        raise IndexError(f"take: index out of range for axis {ax} of size {x.shape[ax]}")
+    return np.take(x, idx, axis=ax)
+
+
+def _take_mge(types):
+    x, idx = types
+    return INDEXING if idx.ndim == 1 else None
+
+
+INDEXING = MgeOpr("IndexingMultiAxisVec", "IndexDescMaskDump",
+                  fields=lambda p: {"items": [{"axis": p["axis"], "begin": False, "end": False,
+                                               "step": False, "idx": True}]})
+
+register(OpDef("take", params={"axis": 0}, eager=_take_eager, infer=_take_infer,
+               lower=lambda L, x, idx, *, axis: L.R.take(x, idx, axis=axis),
+               mge=MgeChoice(_take_mge, ())))
+
+
+# -- where ----------------------------------------------------------------------------------
+def _where_infer(mask, x, y):
+    if mask.dtype != "bool":
+        raise DTypeError(f"where: mask must be bool; got {mask}")
+    if x.dtype != y.dtype:
+        raise DTypeError(f"where: x and y dtypes differ; got {x} and {y}")
+    return TensorType(broadcast_shapes("where", mask.shape, x.shape, y.shape), x.dtype)
+
+
+def _where_emit(em, types, p, inputs):
+    """MegEngine's own converter: mask as 0/1 of x's dtype, then m*x + (1-m)*y."""
+    mask, x, y = inputs
+    dtype = types[1].dtype
+    from .. import dtype as _dt
+    m = em.opr(TYPE_CVT, {"type": _dt.info(dtype).mge_enum}, [mask])
+    one = em.const(np.array([1], dtype))
+    inv = em.opr(ELEMWISE, {"mode": "SUB"}, [one, m])
+    a = em.opr(ELEMWISE, {"mode": "MUL"}, [m, x])
+    b = em.opr(ELEMWISE, {"mode": "MUL"}, [inv, y])
+    return em.opr(ELEMWISE, {"mode": "ADD"}, [a, b])
+
+
+register(OpDef("where", eager=lambda m, x, y: np.where(m, x, y), infer=_where_infer,
+               lower=lambda L, m, x, y: L.R.where(m, x, y), mge=MgeComposite(_where_emit)))
+
+
+# -- topk along the last axis -----------------------------------------------------------------
+def _topk_infer(x, *, k, descending):
+    if not 1 <= k <= x.shape[-1]:
+        raise ShapeError(f"topk: k={k} is out of range for {x}")
+    shape = x.shape[:-1] + (k,)
+    return TensorType(shape, x.dtype), TensorType(shape, "int32")
+
+
+def _topk_eager(x, *, k, descending):
+    order = np.argsort(-x if descending else x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
+
+
+def _topk_lower(L, x, *, k, descending):
+    return L.R.topk(x, k=k, axis=-1, ret_type="both", largest=descending, dtype="int32")
+
+
+def _topk_emit(em, types, p, inputs):
+    if types[0].ndim != 2 or p["descending"]:
+        raise NotImplementedError("topk: only 2-d ascending topk is written to .mge yet")
+    k = em.const(np.array([p["k"]], np.int32))
+    return em.opr_all(TOPK, {"mode": "VALUE_IDX_SORTED"}, [inputs[0], k])
+
+
+TOPK = MgeOpr("TopK", "TopK", outputs=2, results=(0, 1))
+
+register(OpDef("topk", params={"k": 1, "descending": False}, eager=_topk_eager,
+               infer=_topk_infer, lower=_topk_lower, mge=MgeComposite(_topk_emit)))
+
+
+# -- cumsum -----------------------------------------------------------------------------------
+def _cumsum_infer(x, *, axis):
+    norm_axis("cumsum", axis, x.ndim)
+    return x
+
+
+register(OpDef("cumsum", params={"axis": 0}, infer=_cumsum_infer,
+               eager=lambda x, *, axis: np.cumsum(x, axis=axis, dtype=np.float64
+                                                  if x.dtype.kind == "f" else None).astype(x.dtype),
+               lower=lambda L, x, *, axis: L.R.cumsum(x, axis=axis),
+               mge=MgeOpr("CumsumV1", "Cumsum",
+                          fields=lambda p: {"axis": p["axis"], "exclusive": False,
+                                            "reverse": False},
+                          decode=lambda f: {"axis": f["axis"]})))
+
+
+# -- argmax / argmin ------------------------------------------------------------------------------
+def _arg_infer(x, *, mode, axis, keepdims):
+    if mode not in ("max", "min"):
+        raise ValueError(f"arg_reduce: mode must be 'max' or 'min'; got {mode!r}")
+    ax = norm_axis(f"arg{mode}", axis, x.ndim)
+    shape = tuple(1 if i == ax else d for i, d in enumerate(x.shape)) if keepdims else \
+        x.shape[:ax] + x.shape[ax + 1:]
+    return TensorType(shape, "int32")
+
+
+def _arg_eager(x, *, mode, axis, keepdims):
+    fn = np.argmax if mode == "max" else np.argmin
+    return fn(x, axis=axis, keepdims=keepdims).astype(np.int32)
+
+
+def _arg_lower(L, x, *, mode, axis, keepdims):
+    fn = L.R.argmax if mode == "max" else L.R.argmin
+    return L.R.astype(fn(x, axis=axis, keepdims=keepdims), "int32")
+
+
+def _arg_emit(em, types, p, inputs):
+    ax = norm_axis("arg_reduce", p["axis"], types[0].ndim)
+    spec = MgeOpr("Argmax" if p["mode"] == "max" else "Argmin", "Axis")
+    out = em.opr(spec, {"axis": ax}, inputs)
+    if not p["keepdims"]:
+        out = em.opr(AXIS_ADD_REMOVE, {"desc": [{"method": "REMOVE", "axis": ax}]}, [out])
+    return out
+
+
+register(OpDef("arg_reduce", params={"mode": "max", "axis": 0, "keepdims": False},
+               eager=_arg_eager, infer=_arg_infer, lower=_arg_lower,
+               mge=MgeComposite(_arg_emit)))
