@@ -30,7 +30,8 @@ def test_state_dict_round_trip(tmp_path):
 def test_load_state_dict_accepts_flat_batchnorm_and_checks_keys():
     net = ConvNet()
     state = net.state_dict()
-    state["bn.weight"] = np.arange(16, dtype=np.float32)        # (C,) as MegEngine saves it
+    assert state["bn.weight"].shape == (16,)                  # (C,) as MegEngine saves it
+    state["bn.weight"] = np.arange(16, dtype=np.float32)
     net.load_state_dict(state)
     assert net.bn.weight.shape == (1, 16, 1, 1)
     assert np.array_equal(net.bn.weight.numpy().ravel(), np.arange(16))
@@ -67,3 +68,26 @@ def test_sequential():
     assert [n for n, _ in seq.named_parameters()] == ["0.bias", "0.weight", "2.bias", "2.weight"]
     x = mge.tensor(np.ones((1, 4), np.float32))
     assert seq(x).shape == (1, 2)
+
+
+def test_megengine_checkpoint_loads_and_matches_megengine_output():
+    """State dict and output written by the real MegEngine 1.13 (tests/data/, made by
+    make_megengine_checkpoints.py in the megref chroot)."""
+    from conftest import TESTS
+    data = TESTS / "data"
+    state = mge.load(data / "megengine_convnet_state.pkl")
+    assert state["bn.weight"].shape == (16,) and state["conv.bias"].shape == (1, 16, 1, 1)
+    net = ConvNet()
+    net.load_state_dict(state)
+    net.eval()
+    assert {k: v.shape for k, v in net.state_dict().items()} == \
+        {k: v.shape for k, v in state.items()}
+    x = np.load(data / "megengine_convnet_in.npy")
+    assert rel_err(net(mge.tensor(x)).numpy(), np.load(data / "megengine_convnet_out.npy")) <= 1e-5
+
+
+def test_megengine_pickled_tensors_load():
+    from conftest import TESTS
+    obj = mge.load(TESTS / "data" / "megengine_tensor_dict.pkl")
+    assert obj["step"] == 3 and isinstance(obj["w"], mge.Tensor)
+    assert np.array_equal(obj["w"].numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))

@@ -103,6 +103,9 @@ class BatchNorm2d(Module):
                             training=training, momentum=self.momentum, eps=self.eps,
                             inplace=self.track_running_stats)
 
+    def _state_value(self, key: str, value: np.ndarray) -> np.ndarray:
+        return value.reshape(-1)        # MegEngine's state_dict keeps BatchNorm as (C,)
+
     def _module_info_string(self) -> str:
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
 

@@ -116,8 +116,23 @@ class Module:
 
     # -- state ------------------------------------------------------------------------
     def state_dict(self) -> "OrderedDict[str, np.ndarray]":
-        """Name -> NumPy copy of every parameter and buffer."""
-        return OrderedDict((name, t.numpy()) for name, t in self.named_tensors())
+        """Name -> NumPy copy of every parameter and buffer (BatchNorm's flattened to (C,),
+        as MegEngine saves them)."""
+        out = OrderedDict()
+        for name, module in self.named_modules():
+            for key, t in module._own_tensors():
+                full = f"{name}.{key}" if name else key
+                if full not in out:
+                    out[full] = module._state_value(key, t.numpy())
+        return OrderedDict(sorted(out.items()))
+
+    def _own_tensors(self):
+        for key, value in self._children():
+            if isinstance(value, Tensor):
+                yield key, value
+
+    def _state_value(self, key: str, value: np.ndarray) -> np.ndarray:
+        return value
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
         """Copy values in; a (C,) value loads into a (1, C, 1, 1) tensor, as MegEngine allows."""
