@@ -10,14 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from . import device as _device
 from . import dtype as _dt
 from .errors import TraceError
 
-_DEFAULT_DEVICE = "xpux"
-
 
 class Tensor:
-    __slots__ = ("_value", "_var", "_owner", "_version", "name", "__weakref__")
+    __slots__ = ("_value", "_var", "_owner", "_version", "_device", "name", "__weakref__")
     __array_priority__ = 1000  # make `ndarray + Tensor` dispatch to Tensor.__radd__
 
     def __init__(self, data: Any = None, dtype: Any = None, device: str | None = None,
@@ -33,6 +32,7 @@ class Tensor:
         self._var = None
         self._owner = None
         self._version = 0
+        self._device = _device.check(device)
         self.name = name
         from .dispatch import active_recorder
         rec = active_recorder()
@@ -43,6 +43,7 @@ class Tensor:
     def _wrap(cls, value: np.ndarray | None, var=None, owner=None) -> "Tensor":
         t = Tensor.__new__(Tensor)
         t._value, t._var, t._owner, t._version, t.name = value, var, owner, 0, None
+        t._device = _device.get_default_device()
         return t
 
     # -- attributes -------------------------------------------------------------------
@@ -64,7 +65,11 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        return _DEFAULT_DEVICE
+        return self._device
+
+    def to(self, device: str) -> "Tensor":
+        """A copy on `device` (values stay in host memory; the device picks TVM's target)."""
+        return Tensor(self.numpy(), dtype=self.dtype, device=device)
 
     def numpy(self) -> np.ndarray:
         if self._value is None:
@@ -102,7 +107,8 @@ class Tensor:
         body = "<symbolic>" if self._value is None else np.array2string(
             self._value, separator=", ", threshold=20)
         extra = "" if self.dtype == np.float32 else f", dtype={self.dtype.name}"
-        return f"Tensor({body}{extra}, device={self.device}:0)"
+        shown = self.device if ":" in self.device else f"{self.device}:0"
+        return f"Tensor({body}{extra}, device={shown})"
 
     # -- methods that are operators ---------------------------------------------------
     def astype(self, dtype) -> "Tensor":

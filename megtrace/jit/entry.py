@@ -51,6 +51,7 @@ class TraceEntry:
     value_required: set[Var] = field(default_factory=set)
     compiled: Any = None
     exec_outputs: list[Var] = field(default_factory=list)
+    target: Any = None                             # from the inputs' device when not given
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..device import get_default_device, target_for
 from ..dispatch import recording
 from ..errors import TraceError
 from ..ir import Graph, Var
@@ -171,6 +172,8 @@ class trace:
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            [(n, p._var) for n, p in proxies.items()], rec.externals,
                            out_vars, tree, rec.value_required)
+        devices = {t.device for _, t in bindings} or {get_default_device()}
+        entry.target = target_for(sorted(devices)[0])
         self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
         self._last_entry = entry
         if self._record_only:
@@ -201,7 +204,8 @@ class trace:
         if entry.compiled is None:
             from relay_bridge import compile_graph
             graph = entry.exec_graph()
-            entry.compiled = (graph, compile_graph(graph, self._target))
+            target = self._target if self._target is not None else entry.target
+            entry.compiled = (graph, compile_graph(graph, target))
         graph, compiled = entry.compiled
         if not graph.outputs:
             return {}
