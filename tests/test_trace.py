@@ -269,3 +269,25 @@ def test_trace_option_validation():
         trace(lambda x: x, dtr_config={"eviction_threshold": 1})
     with pytest.raises(ValueError, match="opt_level"):
         trace(lambda x: x, opt_level=7)
+
+
+def test_profiling_reports_per_kernel_timings(rng):
+    net = ConvNet().eval()
+
+    @trace(symbolic=True, capture_as_const=True, profiling=True)
+    def infer(data):
+        return net(data)
+
+    assert infer.get_profile()["profiler"]["device"] == {}
+    x = _inputs(rng, (1, 3, 32, 32))
+    infer(x)
+    infer(x)
+    prof = infer.get_profile()
+    records = prof["profiler"]["device"]
+    assert records and len(prof["graph_exec"]["kernels"]) == len(records)
+    for rec in records.values():
+        (timing,) = rec.values()
+        assert 0 <= timing["start"] <= timing["end"]
+    assert any("conv" in name for name in prof["graph_exec"]["kernels"])
+    with pytest.raises(mge.TraceError, match="profiling=True"):
+        trace(lambda v: v).get_profile()

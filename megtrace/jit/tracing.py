@@ -83,6 +83,7 @@ class trace:
         self.sublinear_memory_config = sublinear_memory_config
         self.dtr_config = dtr_config
         self._profiling = profiling
+        self._profile = None
         self._opt_level = opt_level
         self._graph_opt_config = graph_opt_config
         self._symbolic_shape = symbolic_shape
@@ -209,8 +210,24 @@ class trace:
         graph, compiled = entry.compiled
         if not graph.outputs:
             return {}
-        values = compiled(*[feeds[v] for v in graph.inputs])
+        arrays = [feeds[v] for v in graph.inputs]
+        if self._profiling:
+            from relay_bridge.profile import profile_run
+            values, self._profile = profile_run(compiled, arrays)
+        else:
+            values = compiled(*arrays)
         return dict(zip(graph.outputs, values))
+
+    def get_profile(self) -> dict:
+        """Per-kernel timings of the last compiled run (see relay_bridge.profile for the
+        JSON shape). Empty records before the first compiled run; TraceError unless the
+        trace was made with profiling=True."""
+        if not self._profiling:
+            raise TraceError("trace: get_profile() needs trace(..., profiling=True)")
+        if self._profile is None:
+            from relay_bridge.profile import empty_profile
+            return empty_profile()
+        return self._profile
 
     # -- dumping ------------------------------------------------------------------------
     def dump(self, file, *, arg_names=None, output_names=None, append: bool = False,
