@@ -33,7 +33,7 @@ def profile_run(compiled, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], d
     def instrument(func, symbol, before_run, ret_value, *args):
         now = time.perf_counter()
         if before_run:
-            stack.append((str(symbol), now))
+            stack.append((str(symbol), now))    # builtins (allocation, checks) popped too
         elif stack:
             name, start = stack.pop()
             events.append((name, start, now))
@@ -48,7 +48,9 @@ def profile_run(compiled, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], d
     device = f"{compiled.target.kind.name}0"
     records = {str(i): {device: {"name": name, "start": s - origin, "kern": s - origin,
                                  "end": e - origin}}
-               for i, (name, s, e) in enumerate(sorted(events, key=lambda ev: ev[1]))}
+               for i, (name, s, e) in enumerate(sorted(
+                   (ev for ev in events if not ev[0].startswith("vm.builtin.")),
+                   key=lambda ev: ev[1]))}
     report = empty_profile()
     report["graph_exec"] = {"target": str(compiled.target),
                             "kernels": [r[device]["name"] for r in records.values()]}
