@@ -35,11 +35,11 @@ def argmin(inp: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> T
     return _arg("min", inp, axis, keepdims)
 
 
-def topk(inp: Tensor, k: int, descending: bool = False, kth_only: bool = False,
+def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
          no_sort: bool = False):
-    """The k smallest (largest if `descending`) elements along the last axis and their
-    int32 indices. `kth_only` returns (the k-th value, None); `no_sort` may return them
-    in any order (here: sorted)."""
+    """The k largest (smallest unless `descending`) elements along the last axis and their
+    int32 indices; MegEngine 1.13 defaults to descending. `kth_only` returns (the k-th
+    value, None); `no_sort` may return them in any order (here: sorted)."""
     values, indices = apply("topk", require_tensor("topk", inp), k=int(k),
                             descending=bool(descending))
     if kth_only:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedOpError
+from ..errors import ShapeError
 from ..ir import TensorType
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
@@ -35,12 +35,18 @@ def _adaptive_eager(x, *, mode, out):
 def _adaptive_lower(L, x, *, mode, out):
     if mode == "average":
         return L.R.nn.adaptive_avg_pool2d(x, output_size=out)
+    # Relax has no adaptive max pool: even bins are a reshape + max, uneven ones a max per
+    # bin (the same bins as the eager rule), joined back together.
+    R = L.R
     n, c, h, w = L.types[0].shape
-    if h % out[0] or w % out[1]:   # Relax has no adaptive max pool; even bins are a reshape
-        raise UnsupportedOpError(f"adaptive_max_pool2d: output {out} must divide input {h}x{w} "
-                                 "to be compiled")
-    bins = L.R.reshape(x, (n, c, out[0], h // out[0], out[1], w // out[1]))
-    return L.R.max(bins, axis=[3, 5])
+    if h % out[0] == 0 and w % out[1] == 0:
+        return R.max(R.reshape(x, (n, c, out[0], h // out[0], out[1], w // out[1])), axis=[3, 5])
+    rows = []
+    for h0, h1 in _bins(h, out[0]):
+        cells = [R.max(R.strided_slice(x, axes=[2, 3], begin=[h0, w0], end=[h1, w1]),
+                       axis=[2, 3], keepdims=True) for w0, w1 in _bins(w, out[1])]
+        rows.append(R.concat(cells, axis=3))
+    return R.concat(rows, axis=2)
 
 
 def _adaptive_emit(em, types, p, inputs):
