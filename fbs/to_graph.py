@@ -134,8 +134,24 @@ def _elemwise(g, opr, ins, shapes):
     mode = _fields(opr).get("mode")
     if mode in _FUSED:
         return [_FUSED[mode](g, *ins, _hint(opr))]
+    hint = _hint(opr)
     if mode == "FUSE_MUL_ADD3":
-        return [_bin(g, "add", _bin(g, "mul", ins[0], ins[1], _hint(opr)), ins[2], _hint(opr))]
+        return [_bin(g, "add", _bin(g, "mul", ins[0], ins[1], hint), ins[2], hint)]
+    if mode == "PRELU":          # x, slope: leaky_relu when the slope is one constant
+        x, slope = ins
+        if slope in g.consts and g.consts[slope].size == 1:
+            return list(g.add_node(get("leaky_relu"), [x], {
+                "negative_slope": float(g.consts[slope].reshape(-1)[0])}, hint))
+        zero = g.add_const(np.zeros((), x.type.dtype))
+        return [_bin(g, "add", _bin(g, "maximum", x, zero, hint),
+                     _bin(g, "mul", _bin(g, "minimum", x, zero, hint), slope, hint), hint)]
+    if mode == "CLIP":
+        return [_bin(g, "minimum", _bin(g, "maximum", ins[0], ins[1], hint), ins[2], hint)]
+    if mode == "SWITCH_GT0":     # (x > 0) * y
+        zero = g.add_const(np.zeros((), ins[0].type.dtype))
+        mask = g.add_node(get("gt"), [ins[0], zero], {}, hint)[0]
+        zeros = g.add_const(np.zeros((), ins[1].type.dtype))
+        return list(g.add_node(get("where"), [mask, ins[1], zeros], {}, hint))
     return _generic(g, opr, ins, shapes)
 
 

@@ -18,6 +18,7 @@ from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeComposite, MgeOpr
 
 from . import tables
+from .compat import CONVERTERS, CompatEmitter
 from .oprs import identity
 
 MGE_VERSION = 101300          # MegEngine 1.13.0: what we claim to be compatible with
@@ -31,10 +32,13 @@ class DumpOptions:
     keep_var_name: int = 1
     keep_opr_name: bool = False
     keep_opr_priority: bool = False
+    no_change_graph: bool = False
     user_info: Any = None
     enable_metadata: bool = True
     model_version: int = MODEL_VERSION
     optimize_options: int = 0
+    graph_modified: bool = False
+    user_info_bytes: bytes | None = None      # already pickled (dump_graph's metadata)
 
 
 @dataclass
@@ -66,6 +70,7 @@ class DumpResult:
     inputs: list[str]
     outputs: list[str]
     params: list[str]
+    strip_info: dict = field(default=None, repr=False, compare=False)
 
 
 class Emitter:
@@ -74,8 +79,14 @@ class Emitter:
     def __init__(self):
         self.oprs: list[_Opr] = []
         self.names: list[str] = []
+        self.dtypes: dict[int, str] = {}
+        self.requested_modes: set[str] = set()     # Elemwise modes before compat rewrites
+        self.requested_types: set[str] = set()
         self._taken: dict[str, int] = {}
         self._hint = ""
+
+    def dtype_of(self, vid: int) -> str:
+        return self.dtypes.get(vid, "float32")
 
     def _new_ids(self, names: list[str]) -> list[int]:
         ids = []
@@ -98,6 +109,13 @@ class Emitter:
         params = [] if spec.param is None else [(spec.param, fields)]
         params += [(t, dict(f)) for t, f in spec.extra]
         self.oprs.append(_Opr(spec.type, params, list(inputs), ids, name))
+        self.requested_types.add(spec.type)
+        if spec.type == "Elemwise":
+            self.requested_modes.add(fields.get("mode", "RELU"))
+        dtype = _dt.BY_MGE_ENUM[fields["type"]].name if spec.param == "DType" else \
+            self.dtype_of(inputs[0]) if inputs else "float32"
+        for vid in ids:
+            self.dtypes[vid] = dtype
         return ids
 
     def const(self, array: np.ndarray, name: str = "") -> int:
@@ -107,12 +125,16 @@ class Emitter:
         (vid,) = self._new_ids([label])
         t = _Tensor(shape, _dt.canonical(array.dtype), None, array.reshape(shape))
         self.oprs.append(_Opr("ImmutableTensor", [], [], [vid], label, [t]))
+        self.dtypes[vid] = t.dtype
+        self.requested_types.add("ImmutableTensor")
         return vid
 
     def input(self, name: str, type: TensorType) -> int:
         (vid,) = self._new_ids([name])
         t = _Tensor(type.shape or (1,), type.dtype, name)
         self.oprs.append(_Opr("Host2DeviceCopy", [("Host2DeviceCopy", {})], [], [vid], name, [t]))
+        self.dtypes[vid] = type.dtype
+        self.requested_types.add("Host2DeviceCopy")
         return vid
 
 
@@ -123,8 +145,10 @@ def _spec_for(node) -> MgeOpr | MgeComposite | None:
     return mge
 
 
-def emit_graph(graph: Graph, input_names: list[str], output_names: list[str]) -> tuple[Emitter, list[int]]:
-    """Lower every node to MegEngine oprs; all unsupported ops are reported together."""
+def emit_graph(graph: Graph, input_names: list[str], output_names: list[str],
+               compat: bool = True) -> tuple[Emitter, list[int]]:
+    """Lower every node to MegEngine oprs; all unsupported ops are reported together.
+    `compat` applies MegEngine's compatibility rewrites (fbs/compat.py)."""
     specs = [(node, _spec_for(node)) for node in graph.nodes]
     missing = sorted({f"{n.op.name}({', '.join(str(v.type) for v in n.inputs)})"
                       for n, s in specs if s is None})
@@ -140,17 +164,22 @@ def emit_graph(graph: Graph, input_names: list[str], output_names: list[str]) ->
             ids[var] = em.const(graph.consts[var], var.name_hint)
         return ids[var]
 
+    out_em = CompatEmitter(em) if compat else em
     for node, spec in specs:
         in_ids = [id_of(v) for v in node.inputs]
         em._hint = node.outputs[0].name_hint or node.op.name
         kwargs = node.kwargs
         if isinstance(spec, MgeComposite):
-            outs = spec.emit(em, [v.type for v in node.inputs], kwargs, in_ids)
+            outs = spec.emit(out_em, [v.type for v in node.inputs], kwargs, in_ids)
+        elif compat and spec.type == "Elemwise" and spec.fields_for(kwargs)["mode"] in CONVERTERS:
+            outs = [out_em.opr(spec, spec.fields_for(kwargs), in_ids)]
         else:
-            all_ids = em.opr_all(spec, spec.fields_for(kwargs), in_ids)
+            all_ids = out_em.opr_all(spec, spec.fields_for(kwargs), in_ids)
             outs = [all_ids[i] for i in (spec.results or (spec.result,))]
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
-        ids.update(zip(node.outputs, outs))
+        for var, vid in zip(node.outputs, outs):
+            ids[var] = vid
+            em.dtypes[vid] = var.type.dtype
     out_ids = [id_of(v) for v in graph.outputs]
     for vid, name in zip(out_ids, output_names):
         if name:
@@ -162,7 +191,7 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
                options: DumpOptions | None = None) -> tuple[bytes, DumpResult]:
     """Serialize `graph` as an FBS_V2 model; returns the bytes and a DumpResult."""
     options = options or DumpOptions()
-    em, out_ids = emit_graph(graph, input_names, output_names)
+    em, out_ids = emit_graph(graph, input_names, output_names, compat=not options.no_change_graph)
     b = flatbuffers.Builder(1 << 16)
     value_bytes = 0
     opr_offsets = []
@@ -206,7 +235,27 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
         [f"unnamed{i}" for i in range(len(out_ids))]
     result = DumpResult(len(em.oprs), len(data), value_bytes, 0, sorted(input_names),
                         out_names, [])
+    result.strip_info = strip_info(em)
     return data, result
+
+
+# C++ class names MegEngine reports in strip-info JSON, where they differ from the
+# serialized type with its version suffix removed.
+_CLASS_NAMES = {"Convolution": "ConvolutionForward", "PoolingV1": "PoolingForward",
+                "AdaptivePoolingV1": "AdaptivePoolingForward", "BatchNormV1": "BatchNormForward",
+                "Softmax": "SoftmaxForward", "LayerNorm": "LayerNormForward",
+                "ConvBiasForward": "ConvBiasForward", "ResizeV2": "ResizeForward"}
+_DTYPE_NAMES = {"float32": "Float32", "float16": "Float16", "int32": "Int32", "int8": "Int8",
+                "uint8": "Uint8", "int16": "Int16", "bool": "Bool", "uint16": "Uint16"}
+
+
+def strip_info(em: Emitter) -> dict:
+    """MegEngine's `get_info_for_strip` JSON for what was asked to be written."""
+    import re
+    types = {_CLASS_NAMES.get(t, re.sub(r"V\d$", "", t)) for t in em.requested_types}
+    return {"dtypes": sorted({_DTYPE_NAMES[d] for d in em.dtypes.values()}),
+            "elemwise_modes": sorted(m.rstrip("_") for m in em.requested_modes),
+            "opr_types": sorted(types)}
 
 
 def _offset_vector(b, start, offsets: list[int]) -> int:
@@ -319,11 +368,18 @@ def _build_param(b, table: str, fields: dict) -> int:
 
 def _build_metadata(b, options: DumpOptions) -> int:
     from .generated import Metadata
-    info = pickle.dumps(options.user_info) if options.enable_metadata else b""
+    if not options.enable_metadata:
+        info = b""
+    elif options.user_info_bytes is not None:
+        info = options.user_info_bytes
+    else:
+        info = pickle.dumps(options.user_info)
     s = b.CreateString(info)
     Metadata.Start(b)
     if options.enable_metadata:
         Metadata.AddIsValid(b, True)
+        if options.graph_modified:
+            Metadata.AddGraphModified(b, True)
         if options.optimize_options:
             Metadata.AddOptimizeOptions(b, options.optimize_options)
     Metadata.AddUserInfo(b, s)

@@ -9,13 +9,14 @@ from .device import get_default_device, set_default_device
 from .dtype import float16, float32, int8, int16, int32, uint8
 from .errors import (CompileError, DTypeError, FormatError, MegtraceError, ShapeError,
                      TraceError, UnsupportedOpError)
+from .dump import CompGraphDumpResult, Metadata, VarNode, dump_graph
 from .graph_io import LoadedGraph, load_graph
 from .serialization import load, save
 from .tensor import Parameter, Tensor, tensor
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
+__all__ = ["CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedOpError",
            "float16", "float32", "functional", "get_default_device", "set_default_device", "int8", "int16", "int32", "jit", "load",
            "load_graph", "module", "save", "tensor", "uint8"]

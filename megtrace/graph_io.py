@@ -83,6 +83,21 @@ class LoadedGraph:
         out = [Tensor._wrap(v) for v in values]
         return out[0] if len(out) == 1 else out
 
+    # -- MegEngine's CompGraphLoadResult(graph, output_vars_dict, output_vars_list, metadata)
+    @property
+    def output_vars_list(self) -> list:
+        from .dump import VarNode
+        return [VarNode(self.graph, v, n) for v, n in zip(self.graph.outputs, self.output_names)]
+
+    @property
+    def output_vars_dict(self) -> dict:
+        return {v.name: v for v in self.output_vars_list}
+
+    def __iter__(self):
+        """Unpacks like MegEngine's load result: the model (in place of its computing
+        graph), output vars by name, output vars in order, metadata."""
+        return iter((self, self.output_vars_dict, self.output_vars_list, self.metadata))
+
     def __repr__(self) -> str:
         ins = ", ".join(f"{i.name}: {TensorType(i.shape, i.dtype)}" for i in self.inputs)
         return f"LoadedGraph(inputs=[{ins}], outputs={self.output_names})"

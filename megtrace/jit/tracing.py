@@ -26,10 +26,8 @@ from .replay import Replayer
 
 # dump() keyword options of MegEngine 1.13 that megtrace does not implement yet: giving a
 # non-default value raises instead of being silently ignored.
-_DUMP_NOT_YET = {"keep_param_name": False, "no_change_graph": False, "strip_info_file": None,
-                 "append_json": False, "input_data": None, "repeat": 1, "silent": False,
-                 "no_assert": False, "maxerr": 1e-4, "resize_input": False,
-                 "input_transform": None, "compat_older_version": None}
+_DUMP_NOT_YET = {"input_data": None, "repeat": 1, "silent": False, "no_assert": False,
+                 "maxerr": 1e-4, "resize_input": False, "input_transform": None}
 _OPTIMIZE_FLAGS = ("enable_io16xc32", "enable_ioc16", "enable_hwcd4", "enable_nchw4",
                    "enable_nchw88", "enable_nchw32", "enable_nchw44", "enable_nchw44_dot",
                    "enable_chwn4", "enable_nchw64", "enable_fuse_conv_bias_nonlinearity",
@@ -244,14 +242,12 @@ class trace:
         `optimize_for_inference` is accepted, but the graph is written as traced (BatchNorm
         kept as a BatchNorm opr), and the file's Metadata does not claim optimizations.
         """
-        from fbs.writer import DumpOptions, dump_graph
+        import pickle
 
-        given = dict(keep_param_name=keep_param_name, no_change_graph=no_change_graph,
-                     strip_info_file=strip_info_file, append_json=append_json,
-                     input_data=input_data, repeat=repeat, silent=silent,
-                     no_assert=no_assert, maxerr=maxerr, resize_input=resize_input,
-                     input_transform=input_transform,
-                     compat_older_version=compat_older_version)
+        from ..dump import Metadata, VarNode, dump_graph
+
+        given = dict(input_data=input_data, repeat=repeat, silent=silent, no_assert=no_assert,
+                     maxerr=maxerr, resize_input=resize_input, input_transform=input_transform)
         unknown = sorted(set(kwargs) - set(_OPTIMIZE_FLAGS))
         if unknown:
             raise ValueError(f"unknown options: {unknown}")
@@ -262,9 +258,9 @@ class trace:
         if optimize_for_inference and flags:
             raise NotImplementedError(f"dump: optimize_for_inference options {flags} are not "
                                       "supported yet")
-        if dump_format not in (None, "FBS_V2"):
-            raise NotImplementedError(f"dump: dump_format={dump_format!r} is not supported "
-                                      "yet; use 'FBS_V2'")
+        if compat_older_version is not None and (no_change_graph or dump_format != "FBS"):
+            raise ValueError("compat_older_version='8.14' requires no_change_graph=False and "
+                             "dump_format='FBS'")
         if not self._capture_as_const:
             raise ValueError("you must specify capture_as_const=True at __init__ to use dump")
         if not self._entries:
@@ -274,16 +270,40 @@ class trace:
         if not graph.outputs:
             raise ValueError("the traced function without return values cannot be dumped, "
                              "the function should return at least one Tensor")
+        if isinstance(entry.out_tree, tuple) and entry.out_tree[0] is dict and output_names:
+            raise TypeError("output_names is not supported when the traced function returns "
+                            "a dict; its keys name the outputs")
         in_names = _names("arg_names", arg_names, [n for n, _ in entry.args])
-        out_names = _names("output_names", output_names, graph.output_names)
+        default_out = list(entry.out_tree[1]) if isinstance(entry.out_tree, tuple) and \
+            entry.out_tree[0] is dict else graph.output_names
+        out_names = _names("output_names", output_names, default_out)
         if len(set(in_names)) != len(in_names) or "" in in_names:
             raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
-        options = DumpOptions(keep_var_name=int(keep_var_name), keep_opr_name=keep_opr_name,
-                              keep_opr_priority=keep_opr_priority, user_info=user_info,
-                              enable_metadata=enable_metadata, model_version=model_version)
-        data, result = dump_graph(graph, in_names, out_names, options)
+        meta = Metadata(is_valid=bool(enable_metadata),
+                        user_info=pickle.dumps(user_info) if enable_metadata else None)
+        outputs = {name: VarNode(graph, var, name) for name, var in zip(out_names, graph.outputs)}
+        if len(outputs) != len(graph.outputs):
+            raise ValueError(f"output_names must be unique; got {out_names}")
+        data, result = dump_graph(outputs, keep_var_name=keep_var_name,
+                                  keep_opr_name=keep_opr_name, keep_param_name=keep_param_name,
+                                  keep_opr_priority=keep_opr_priority,
+                                  no_change_graph=no_change_graph,
+                                  strip_info_file=strip_info_file, append_json=append_json,
+                                  metadata=meta, dump_format=dump_format,
+                                  model_version=model_version,
+                                  compat_older_version=compat_older_version,
+                                  input_names=in_names)
         _write_atomic(file, data, append)
         return result
+
+    @property
+    def output_vars(self) -> list:
+        """The traced outputs as VarNodes, for `megtrace.dump_graph`."""
+        from ..dump import VarNode
+        if not self._entries:
+            raise TraceError("trace: call the traced function once first")
+        graph = next(iter(self._entries.values())).graph
+        return [VarNode(graph, v, n) for v, n in zip(graph.outputs, graph.output_names)]
 
 
 def _names(what: str, given, default: list[str]) -> list[str]:
