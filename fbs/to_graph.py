@@ -234,7 +234,11 @@ def _reduce(g, opr, ins, _):
     if f.get("axis", INT_MAX) == INT_MAX:       # reduce to the shape given as 2nd input
         target = [int(d) for d in _const_value(g, ins[1], "Reduce target shape").reshape(-1)]
         if len(target) != x.type.ndim:
-            raise UnsupportedOpError(f"Reduce to shape {target} from {x.type}")
+            if target != [1]:
+                raise UnsupportedOpError(f"Reduce to shape {target} from {x.type}")
+            (flat,) = g.add_node(get("reshape"), [x], {"shape": (-1,)}, _hint(opr))
+            params = {"mode": MODE_BY_MGE[f["mode"]], "axis": 0, "keepdims": True}
+            return list(g.add_node(get("reduce"), [flat], params, _hint(opr)))
         axis = tuple(i for i, (d, t) in enumerate(zip(x.type.shape, target)) if d != t)
     else:
         axis = f["axis"]

@@ -47,6 +47,7 @@ class _Tensor:
     dtype: str
     name: str | None = None
     data: np.ndarray | None = None
+    comp_node: str = COMP_NODE
 
 
 @dataclass
@@ -129,6 +130,16 @@ class Emitter:
         self.requested_types.add("ImmutableTensor")
         return vid
 
+    def shared(self, array: np.ndarray, comp_node: str = "cpux:0") -> int:
+        """A SharedDeviceTensor (what testcase graphs are made of)."""
+        array = np.ascontiguousarray(array)
+        shape = array.shape or (1,)
+        (vid,) = self._new_ids([f"shared[{len(self.names)}]"])
+        t = _Tensor(shape, _dt.canonical(array.dtype), None, array.reshape(shape), comp_node)
+        self.oprs.append(_Opr("SharedDeviceTensor", [], [], [vid], "shared", [t]))
+        self.dtypes[vid] = t.dtype
+        return vid
+
     def input(self, name: str, type: TensorType) -> int:
         (vid,) = self._new_ids([name])
         t = _Tensor(type.shape or (1,), type.dtype, name)
@@ -192,6 +203,17 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
     """Serialize `graph` as an FBS_V2 model; returns the bytes and a DumpResult."""
     options = options or DumpOptions()
     em, out_ids = emit_graph(graph, input_names, output_names, compat=not options.no_change_graph)
+    data, value_bytes = serialize(em, out_ids, options)
+    out_names = [em.names[i] for i in out_ids] if options.keep_var_name else \
+        [f"unnamed{i}" for i in range(len(out_ids))]
+    result = DumpResult(len(em.oprs), len(data), value_bytes, 0, sorted(input_names),
+                        out_names, [])
+    result.strip_info = strip_info(em)
+    return data, result
+
+
+def serialize(em: Emitter, out_ids: list[int], options: DumpOptions) -> tuple[bytes, int]:
+    """The size-prefixed "mgv2" flatbuffer of everything `em` collected."""
     b = flatbuffers.Builder(1 << 16)
     value_bytes = 0
     opr_offsets = []
@@ -227,16 +249,10 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
         Model.AddMiddleTensors(b, middle)
     Model.AddOutputVarsIdx(b, outs_vec)
     Model.AddOutputAlias(b, alias_vec)
-    Model.AddNrSharedTensor(b, 0)
+    Model.AddNrSharedTensor(b, sum(o.type == "SharedDeviceTensor" for o in em.oprs))
     Model.AddMetadata(b, meta)
     b.FinishSizePrefixed(Model.End(b), b"mgv2")
-    data = bytes(b.Output())
-    out_names = [em.names[i] for i in out_ids] if options.keep_var_name else \
-        [f"unnamed{i}" for i in range(len(out_ids))]
-    result = DumpResult(len(em.oprs), len(data), value_bytes, 0, sorted(input_names),
-                        out_names, [])
-    result.strip_info = strip_info(em)
-    return data, result
+    return bytes(b.Output()), value_bytes
 
 
 # C++ class names MegEngine reports in strip-info JSON, where they differ from the
@@ -293,7 +309,7 @@ def _build_tensor(b, t: _Tensor) -> tuple[int, int]:
     from .generated import CompNode, DefaultTensorFormat, Tensor, TensorFormat
     name = b.CreateString(t.name) if t.name else None
     shape = _uint_vector(b, Tensor.StartShapeVector, t.shape)
-    loc = b.CreateString(COMP_NODE)
+    loc = b.CreateString(t.comp_node)
     CompNode.Start(b)
     CompNode.AddLogicalLocator(b, loc)
     comp = CompNode.End(b)

@@ -26,9 +26,10 @@ class InputInfo:
 class LoadedGraph:
     """A loaded model: call it with arrays (positionally or by input name)."""
 
-    def __init__(self, model, target: Any = None):
+    def __init__(self, model, target: Any = None, testcases=None):
         self._model = model
         self._target = target
+        self.testcases: list[dict[str, np.ndarray]] = list(testcases or [])
         self._cache: dict[tuple, Any] = {}
         self.inputs = [InputInfo(t.name, t.shape, t.dtype) for t in model.inputs]
         self.graph = self._graph_for({})
@@ -83,6 +84,37 @@ class LoadedGraph:
         out = [Tensor._wrap(v) for v in values]
         return out[0] if len(out) == 1 else out
 
+    def run_testcases(self) -> list[dict[str, float]]:
+        """Run every embedded testcase with TVM and check its AssertEqual outputs; returns,
+        per testcase, the error of each check. AssertionError when one exceeds maxerr."""
+        from .ops import get
+        report = []
+        for i, case in enumerate(self.testcases):
+            arrays = self._feed((), case)
+            types = {info.name: TensorType(a.shape, info.dtype)
+                     for info, a in zip(self.inputs, arrays)}
+            graph = self._graph_for(types)
+            nodes = [n for n in graph.nodes if n.op is get("assert_equal")]
+            if not nodes:
+                self.compiled_for(arrays)(*arrays)      # no checks: it must at least run
+                report.append({})
+                continue
+            from relay_bridge import compile_graph
+            errs = compile_graph(graph.with_outputs([n.inputs[2] for n in nodes],
+                                                    [f"err{j}" for j in range(len(nodes))]),
+                                 self._target)(*arrays)
+            out_name = dict(zip(graph.outputs, graph.output_names))
+            names = [out_name.get(n.outputs[0], n.outputs[0].name_hint) for n in nodes]
+            result = {}
+            for node, name, err in zip(nodes, names, errs):
+                value, maxerr = float(np.max(err)), node.kwargs["maxerr"]
+                if not 0 <= value <= maxerr:
+                    raise AssertionError(f"testcase {i}: {name}: error {value:.3g} exceeds "
+                                         f"maxerr {maxerr:g}")
+                result[name] = value
+            report.append(result)
+        return report
+
     # -- MegEngine's CompGraphLoadResult(graph, output_vars_dict, output_vars_list, metadata)
     @property
     def output_vars_list(self) -> list:
@@ -105,7 +137,7 @@ class LoadedGraph:
 
 def load_graph(path_or_file, target: Any = None) -> LoadedGraph:
     """Load a MegEngine FBS_V2 model file and return a runnable, TVM-compiled model."""
-    from fbs.reader import read_model
+    from fbs.reader import detect_format, read_model
     if hasattr(path_or_file, "read"):
         data = path_or_file.read()
     else:
@@ -116,4 +148,8 @@ def load_graph(path_or_file, target: Any = None) -> LoadedGraph:
             data = f.read()
     if not isinstance(data, (bytes, bytearray)):
         raise FormatError("load_graph: the file object must be opened in binary mode")
+    if detect_format(data) == "mgbtest0":
+        from fbs.testcases import read_container
+        model, cases = read_container(bytes(data))
+        return LoadedGraph(model, target, cases)
     return LoadedGraph(read_model(data), target)

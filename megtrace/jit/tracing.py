@@ -24,10 +24,6 @@ from .outputs import flatten_outputs, rebuild_outputs
 from .recorder import TraceRecorder
 from .replay import Replayer
 
-# dump() keyword options of MegEngine 1.13 that megtrace does not implement yet: giving a
-# non-default value raises instead of being silently ignored.
-_DUMP_NOT_YET = {"input_data": None, "repeat": 1, "silent": False, "no_assert": False,
-                 "maxerr": 1e-4, "resize_input": False, "input_transform": None}
 _OPTIMIZE_FLAGS = ("enable_io16xc32", "enable_ioc16", "enable_hwcd4", "enable_nchw4",
                    "enable_nchw88", "enable_nchw32", "enable_nchw44", "enable_nchw44_dot",
                    "enable_chwn4", "enable_nchw64", "enable_fuse_conv_bias_nonlinearity",
@@ -246,14 +242,12 @@ class trace:
 
         from ..dump import Metadata, VarNode, dump_graph
 
-        given = dict(input_data=input_data, repeat=repeat, silent=silent, no_assert=no_assert,
-                     maxerr=maxerr, resize_input=resize_input, input_transform=input_transform)
         unknown = sorted(set(kwargs) - set(_OPTIMIZE_FLAGS))
         if unknown:
             raise ValueError(f"unknown options: {unknown}")
-        for key, default in _DUMP_NOT_YET.items():
-            if given[key] != default:
-                raise NotImplementedError(f"dump: {key}={given[key]!r} is not supported yet")
+        if input_data is not None and dump_format not in (None, "FBS_V2"):
+            raise ValueError("input_data needs dump_format='FBS_V2': load_and_run reads "
+                             "testcases in the main model's format")
         flags = sorted(k for k, v in kwargs.items() if v and k != "enable_fuse_grain")
         if optimize_for_inference and flags:
             raise NotImplementedError(f"dump: optimize_for_inference options {flags} are not "
@@ -281,9 +275,17 @@ class trace:
             raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
         meta = Metadata(is_valid=bool(enable_metadata),
                         user_info=pickle.dumps(user_info) if enable_metadata else None)
-        outputs = {name: VarNode(graph, var, name) for name, var in zip(out_names, graph.outputs)}
-        if len(outputs) != len(graph.outputs):
+        if len(set(out_names)) != len(out_names):
             raise ValueError(f"output_names must be unique; got {out_names}")
+        cases = []
+        if input_data is not None:
+            from .testcases import make_testcases, with_assertions
+            cases = make_testcases(graph, in_names, out_names, input_data, repeat,
+                                   resize_input, input_transform, no_assert)
+            if not no_assert:
+                graph, in_names, out_names = with_assertions(graph, in_names, out_names,
+                                                             maxerr, not silent)
+        outputs = {name: VarNode(graph, var, name) for name, var in zip(out_names, graph.outputs)}
         data, result = dump_graph(outputs, keep_var_name=keep_var_name,
                                   keep_opr_name=keep_opr_name, keep_param_name=keep_param_name,
                                   keep_opr_priority=keep_opr_priority,
@@ -293,6 +295,9 @@ class trace:
                                   model_version=model_version,
                                   compat_older_version=compat_older_version,
                                   input_names=in_names)
+        if input_data is not None:
+            from fbs.testcases import write_container
+            data = write_container(data, cases, in_names)
         _write_atomic(file, data, append)
         return result
 

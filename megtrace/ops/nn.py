@@ -207,3 +207,21 @@ def _bn_train_eager(x, weight, bias, *, eps):
 # to do model.eval()?"), and compiling training graphs is not supported yet.
 register(OpDef("batch_norm_train", eager=_bn_train_eager, infer=_bn_train_infer,
                params={"eps": 1e-5}))
+
+
+# -- assert_equal: MegEngine's AssertEqual (testcase checks) ------------------------------
+# Passes `get` through; its third input is err = max(|e-g| / max(min(|e|,|g|), 1)). The
+# check itself is done by whoever runs the testcase (LoadedGraph.run_testcases), since a
+# compiled kernel cannot raise.
+def _assert_infer(expect, get, err, *, maxerr, verbose):
+    if expect.shape != get.shape:
+        raise ShapeError(f"assert_equal: expect {expect} and get {get} differ in shape")
+    return get
+
+
+register(OpDef("assert_equal", params={"maxerr": 1e-4, "verbose": False},
+               infer=_assert_infer, eager=lambda e, g, err, **_: g,
+               lower=lambda L, e, g, err, **_: g,
+               mge=MgeOpr("AssertEqual", "AssertEqual",
+                          fields=lambda p: {"maxerr": p["maxerr"], "verbose": p["verbose"]},
+                          decode=lambda f: {"maxerr": f["maxerr"], "verbose": bool(f["verbose"])})))

@@ -85,8 +85,8 @@ def test_dump_rejects_bad_options_without_writing(rng, tmp_path):
         infer.dump(target, enable_everything=True)
     with pytest.raises(ValueError, match="arg_names: expected 1 names"):
         infer.dump(target, arg_names=["a", "b"])
-    with pytest.raises(NotImplementedError, match="input_data"):
-        infer.dump(target, input_data=["#rand(0,1)"])
+    with pytest.raises(ValueError, match="input_data needs dump_format='FBS_V2'"):
+        infer.dump(target, input_data=["#rand(0,1)"], dump_format="FBS")
     assert not target.exists()
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".megtrace")]
 
