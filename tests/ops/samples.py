@@ -258,6 +258,8 @@ SAMPLES: list[Sample] = [
            {"mode": "min", "axis": 0, "keepdims": True},
            ref=lambda x, **p: np.array([[list(c).index(min(c)) for c in x.T]], np.int32),
            tag="min-keepdims"),
+    Sample("assert_equal", lambda rng: [f32(2, 3)(rng), f32(2, 3)(rng), f32(1)(rng)],
+           {"maxerr": 1e-4, "verbose": False}, ref=lambda e, g, err, **p: g),
     Sample("broadcast_to", lambda rng: [f32(3, 1)(rng)], {"shape": (2, 3, 4)},
            ref=lambda x, shape: x[None] * np.ones((2, 3, 4))),
     _binary("add", lambda a, b: a.astype(np.float64) + b),
