@@ -58,3 +58,32 @@ KNOWN_V1 = frozenset({
     "Argmax", "Argmin", "TopK", "CumsumV1", "Linspace", "Padding", "ResizeV2",
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
 })
+
+
+# FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its
+# trailing NUL, where a few tokens keep a version suffix the FBS_V2 name dropped.
+V1_TOKENS = {"Convolution": "ConvolutionV2", "ConvBiasForward": "ConvBiasForwardV4",
+             "ConvolutionBackwardData": "ConvolutionBackwardDataV2"}
+
+
+@lru_cache(maxsize=None)
+def v1_type_id(type_name: str) -> int:
+    return _xxh64(V1_TOKENS.get(type_name, type_name).encode() + b"\0")
+
+
+@lru_cache(maxsize=None)
+def unversioned_type_id(type_name: str) -> int:
+    """The id MegEngine 8.14 ("MGBS" files) uses: token without `V<n>` and without NUL."""
+    return _xxh64(re.sub(r"V\d$", "", V1_TOKENS.get(type_name, type_name)).encode())
+
+
+@lru_cache(maxsize=None)
+def _by_v1_id() -> dict[int, str]:
+    names = set(VERSION_2) | KNOWN_V1
+    table = {v1_type_id(n): n for n in names}
+    table.update({unversioned_type_id(n): n for n in names})
+    return table
+
+
+def name_of_v1(type_id: int) -> str | None:
+    return _by_v1_id().get(type_id)

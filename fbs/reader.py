@@ -73,8 +73,9 @@ class ModelFile:
 def detect_format(buf: bytes) -> str:
     if len(buf) >= 8 and buf[:8] == TESTCASE_MAGIC:
         return "mgbtest0"
-    if len(buf) >= 8 and struct.unpack_from("<Q", buf)[0] in FBS_V1_MAGICS:
-        return FBS_V1_MAGICS[struct.unpack_from("<Q", buf)[0]]
+    if len(buf) >= 8 and struct.unpack_from("<I", buf)[0] in FBS_V1_MAGICS and \
+            struct.unpack_from("<I", buf, 4)[0] == 0:
+        return FBS_V1_MAGICS[struct.unpack_from("<I", buf)[0]]
     if len(buf) >= 12 and buf[8:12] == b"mgv2":
         return "FBS_V2"
     return "unknown"
@@ -84,12 +85,15 @@ def read_model(buf: bytes) -> ModelFile:
     """Parse one FBS_V2 model; raises FormatError naming what is wrong."""
     buf = bytes(buf)
     kind = detect_format(buf)
+    if kind.startswith("FBS ("):
+        from .reader_v1 import read_model_v1
+        return read_model_v1(buf)
     if kind != "FBS_V2":
         if kind == "unknown":
             raise FormatError(f"not a MegEngine model: {len(buf)} bytes starting with "
                               f"{buf[:12]!r}; expected an FBS_V2 model (identifier 'mgv2' at "
-                              "byte 8)")
-        raise FormatError(f"{kind} model files are not supported yet; only FBS_V2 is read")
+                              "byte 8) or an FBS one ('MGBC' header)")
+        raise FormatError(f"{kind}: use load_graph, which reads testcase containers")
     size = struct.unpack_from("<I", buf)[0]
     if size != len(buf) - 4:
         raise FormatError(f"truncated or padded model: size prefix says {size} bytes, the "

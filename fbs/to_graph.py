@@ -253,3 +253,22 @@ def _axis_add_remove(g, opr, ins, _):
         name = "expand_dims" if desc["method"] == "ADD_1" else "squeeze"
         (x,) = g.add_node(get(name), [x], {"axis": (int(desc["axis"]),)}, _hint(opr))
     return [x]
+
+
+@rule("LayerNorm")
+def _layer_norm(g, opr, ins, _):
+    f = _fields(opr)
+    x = ins[0]
+    nd = int(f.get("normalized_dim", 1))
+    if len(ins) == 1 or not f.get("affine", True):
+        shape = x.type.shape[x.type.ndim - nd:]
+        ins = [x, g.add_const(np.ones(shape, x.type.dtype)), g.add_const(np.zeros(shape, x.type.dtype))]
+    (y,) = g.add_node(get("layer_norm"), ins[:3], {"eps": float(f.get("eps", 1e-5)),
+                                                    "normalized_dim": nd}, _hint(opr))
+    return [y, None, None]        # mean and rstd are not modelled
+
+
+@rule("Broadcast")
+def _broadcast(g, opr, ins, _):
+    shape = tuple(int(d) for d in _const_value(g, ins[1], "Broadcast target shape").reshape(-1))
+    return list(g.add_node(get("broadcast_to"), ins[:1], {"shape": shape}, _hint(opr)))

@@ -39,6 +39,8 @@ class DumpOptions:
     optimize_options: int = 0
     graph_modified: bool = False
     user_info_bytes: bytes | None = None      # already pickled (dump_graph's metadata)
+    format: str = "FBS_V2"                    # or "FBS" (the V1 "MGBC" container)
+    compat_8_14: bool = False                 # FBS only: the "MGBS" variant
 
 
 @dataclass
@@ -203,10 +205,16 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
     """Serialize `graph` as an FBS_V2 model; returns the bytes and a DumpResult."""
     options = options or DumpOptions()
     em, out_ids = emit_graph(graph, input_names, output_names, compat=not options.no_change_graph)
-    data, value_bytes = serialize(em, out_ids, options)
+    content_hash = 0
+    if options.format == "FBS":
+        from .writer_v1 import serialize_v1
+        data, content_hash = serialize_v1(em, out_ids, options, options.compat_8_14)
+        value_bytes = sum(t.data.nbytes for o in em.oprs for t in o.tensors if t.data is not None)
+    else:
+        data, value_bytes = serialize(em, out_ids, options)
     out_names = [em.names[i] for i in out_ids] if options.keep_var_name else \
         [f"unnamed{i}" for i in range(len(out_ids))]
-    result = DumpResult(len(em.oprs), len(data), value_bytes, 0, sorted(input_names),
+    result = DumpResult(len(em.oprs), len(data), value_bytes, content_hash, sorted(input_names),
                         out_names, [])
     result.strip_info = strip_info(em)
     return data, result

@@ -12,7 +12,6 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .errors import UnsupportedOpError
 from .ir import Graph, Var
 
 CompGraphDumpResult = namedtuple(
@@ -75,8 +74,6 @@ def dump_graph(output_vars, *, keep_var_name: int = 1, keep_opr_name: bool = Fal
         if no_change_graph or dump_format != "FBS":
             raise ValueError("compat_older_version='8.14' requires no_change_graph=False and "
                              "dump_format='FBS'")
-    if dump_format == "FBS" or compat_older_version is not None:
-        raise UnsupportedOpError("dump_graph: dump_format='FBS' is not supported yet")
     if model_version not in (1, 2, 3):
         raise ValueError(f"model_version must be 1, 2 or 3; got {model_version!r}")
     from fbs.writer import DumpOptions, dump_graph as write
@@ -89,7 +86,8 @@ def dump_graph(output_vars, *, keep_var_name: int = 1, keep_opr_name: bool = Fal
                           enable_metadata=meta.is_valid, graph_modified=meta.graph_modified,
                           optimize_options=meta.optimize_options,
                           user_info_bytes=meta.user_info if meta.user_info is not None
-                          else b"\x80\x04N.")
+                          else b"\x80\x04N.", format=dump_format or "FBS_V2",
+                          compat_8_14=compat_older_version is not None)
     data, res = write(dumped, in_names, names, options)
     result = CompGraphDumpResult(res.nr_opr, res.tot_bytes, res.tensor_value_bytes,
                                  res.content_hash, res.inputs, res.outputs, [])

@@ -6,7 +6,8 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
-from .registry import MgeChoice, MgeOpr, OpDef, register
+from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
+from .shape import emit_reshape
 
 
 def _matmul_infer(a, b, *, transpose_a, transpose_b):
@@ -47,18 +48,44 @@ def _matmul_decode(f):
 
 
 def _matmul_mge(types):
-    """2-d operands are MatrixMul, 3-d ones BatchedMatrixMul (as MegEngine writes them)."""
+    """2-d operands are MatrixMul, equal-batch 3-d ones BatchedMatrixMul (as MegEngine
+    writes them); anything else is reshaped around one of them."""
     a, b = types
     if a.ndim == b.ndim == 2:
         return MATRIX_MUL
     if a.ndim == b.ndim == 3 and a.shape[0] == b.shape[0]:
         return BATCHED_MATRIX_MUL
-    return None
+    return MgeComposite(_matmul_emit)
+
+
+def _matmul_emit(em, types, p, inputs):
+    """N-d matmul as MegEngine graphs spell it: x @ W (2-d W) folds the batch into rows;
+    batched operands are broadcast, flattened to 3-d, multiplied and reshaped back."""
+    ta, tb = types
+    a, b = inputs
+    out = _matmul_infer(ta, tb, **p)
+    i32 = lambda shape: em.const(np.array(shape, np.int32))  # noqa: E731
+    fields = _matmul_fields(p)
+    if tb.ndim == 2 and not p["transpose_a"]:
+        rows = emit_reshape(em, a, (-1, ta.shape[-1]))
+        y = em.opr(MATRIX_MUL, fields, [rows, b])
+        return emit_reshape(em, y, out.shape)
+    batch = out.shape[:-2]
+    n = int(np.prod(batch, dtype=np.int64))
+    flat = []
+    for x, t in ((a, ta), (b, tb)):
+        full = batch + t.shape[-2:]
+        if t.shape != full:
+            x = em.opr(BROADCAST, {}, [x, i32(full)])
+        flat.append(emit_reshape(em, x, (n,) + t.shape[-2:]))
+    y = em.opr(BATCHED_MATRIX_MUL, fields, flat)
+    return emit_reshape(em, y, out.shape)
 
 
 MATRIX_MUL = MgeOpr("MatrixMulV2", "MatrixMul", fields=_matmul_fields, decode=_matmul_decode)
 BATCHED_MATRIX_MUL = MgeOpr("BatchedMatrixMulV2", "MatrixMul", fields=_matmul_fields,
                             decode=_matmul_decode)
+BROADCAST = MgeOpr("Broadcast", "Empty")
 
 register(OpDef("matmul", eager=_matmul_eager, infer=_matmul_infer, lower=_matmul_lower,
                params={"transpose_a": False, "transpose_b": False},

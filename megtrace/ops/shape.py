@@ -45,10 +45,15 @@ def resolve_shape(op: str, size: int, shape) -> tuple[int, ...]:
     return shape
 
 
-def _reshape_emit(em, types, p, inputs):
-    shape = p["shape"]
+def emit_reshape(em, x: int, shape) -> int:
+    """ReshapeV1 to a constant shape; a -1 entry must be named by the param's axis."""
+    shape = tuple(int(d) for d in shape)
     fields = {"axis": shape.index(-1)} if -1 in shape else {}
-    return em.opr(RESHAPE, fields, [inputs[0], em.const(np.array(shape, np.int32))])
+    return em.opr(RESHAPE, fields, [x, em.const(np.array(shape, np.int32))])
+
+
+def _reshape_emit(em, types, p, inputs):
+    return emit_reshape(em, inputs[0], p["shape"])
 
 
 register(OpDef(

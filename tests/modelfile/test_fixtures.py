@@ -5,7 +5,7 @@ from conftest import rel_err
 
 import megtrace as mge
 
-CASES = [(m, v) for m in ("mlp", "convnet") for v in ("plain", "opt", "fuse")]
+CASES = [(m, v) for m in ("mlp", "convnet") for v in ("plain", "opt", "fuse", "fbs1")]
 
 
 @pytest.mark.parametrize("model,variant", CASES, ids=[f"{m}_{v}" for m, v in CASES])
