@@ -114,13 +114,6 @@ def _identity(g, opr, ins, _):
 
 
 # -- Elemwise modes that are several megtrace ops ------------------------------------------
-_FUSED = {
-    "FUSE_ADD_RELU": lambda g, a, b, h: _un(g, "relu", _bin(g, "add", a, b, h), h),
-    "FUSE_ADD_SIGMOID": lambda g, a, b, h: _un(g, "sigmoid", _bin(g, "add", a, b, h), h),
-    "FUSE_ADD_TANH": lambda g, a, b, h: _un(g, "tanh", _bin(g, "add", a, b, h), h),
-}
-
-
 def _un(g, name, x, hint):
     return g.add_node(get(name), [x], {}, hint)[0]
 
@@ -132,11 +125,7 @@ def _bin(g, name, a, b, hint):
 @rule("Elemwise")
 def _elemwise(g, opr, ins, shapes):
     mode = _fields(opr).get("mode")
-    if mode in _FUSED:
-        return [_FUSED[mode](g, *ins, _hint(opr))]
     hint = _hint(opr)
-    if mode == "FUSE_MUL_ADD3":
-        return [_bin(g, "add", _bin(g, "mul", ins[0], ins[1], hint), ins[2], hint)]
     if mode == "PRELU":          # x, slope: leaky_relu when the slope is one constant
         x, slope = ins
         if slope in g.consts and g.consts[slope].size == 1:
@@ -216,6 +205,9 @@ def _conv_bias(g, opr, ins, _):
     params = {"stride": (f["stride_h"], f["stride_w"]), "padding": (f["pad_h"], f["pad_w"]),
               "dilation": (f["dilate_h"], f["dilate_w"])}
     hint = _hint(opr)
+    if len(ins) == 3:              # x, filter, bias: one conv_bias op
+        return list(g.add_node(get("conv_bias"), ins, {**params, "nonline": f["nonlineMode"]},
+                               hint))
     (y,) = g.add_node(get("conv2d"), ins[:2], params, hint)
     for extra in ins[2:4]:        # bias, then z
         y = _bin(g, "add", y, extra, hint)
@@ -272,3 +264,51 @@ def _layer_norm(g, opr, ins, _):
 def _broadcast(g, opr, ins, _):
     shape = tuple(int(d) for d in _const_value(g, ins[1], "Broadcast target shape").reshape(-1))
     return list(g.add_node(get("broadcast_to"), ins[:1], {"shape": shape}, _hint(opr)))
+
+
+@rule("AdaptivePoolingV1")
+def _adaptive_pool(g, opr, ins, _):
+    out = tuple(int(d) for d in _const_value(g, ins[1], "AdaptivePooling output size").reshape(-1))
+    mode = "max" if _fields(opr).get("mode") == "MAX_" else "average"
+    return list(g.add_node(get("adaptive_pool2d"), ins[:1], {"mode": mode, "out": out},
+                           _hint(opr)))
+
+
+@rule("Padding")
+def _padding(g, opr, ins, _):
+    f = _fields(opr)
+    nd = ins[0].type.ndim
+    widths = tuple((f[f"front_offset_dim{i}"], f[f"back_offset_dim{i}"]) for i in range(nd))
+    mode = {"CONSTANT": "constant", "REFLECT": "reflect", "REPLICATE": "replicate"}[
+        f["padding_mode"]]
+    return list(g.add_node(get("pad"), ins[:1], {"pad_width": widths, "mode": mode,
+                                                 "value": float(f["padding_val"])}, _hint(opr)))
+
+
+@rule("TopK")
+def _topk(g, opr, ins, _):
+    f = _fields(opr)
+    k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
+    if f.get("mode") == "KTH_ONLY":
+        raise UnsupportedOpError("TopK KTH_ONLY is not supported")
+    # MegEngine's TopK is ascending for positive k; a negative k asks for the largest.
+    values, indices = g.add_node(get("topk"), ins[:1], {"k": abs(k), "descending": k < 0},
+                                 _hint(opr))
+    return [values, indices]
+
+
+@rule("IndexingMultiAxisVec")
+def _indexing(g, opr, ins, _):
+    items = _fields(opr).get("items", [])
+    if len(items) != 1 or not items[0]["idx"] or len(ins) != 2:
+        raise UnsupportedOpError("IndexingMultiAxisVec: only one integer-vector index is "
+                                 "supported")
+    return list(g.add_node(get("take"), ins, {"axis": int(items[0]["axis"])}, _hint(opr)))
+
+
+@rule("Argmax", "Argmin")
+def _arg(g, opr, ins, _):
+    mode = "max" if opr.type == "Argmax" else "min"
+    return list(g.add_node(get("arg_reduce"), ins[:1], {"mode": mode,
+                                                       "axis": _fields(opr).get("axis", 0),
+                                                       "keepdims": True}, _hint(opr)))

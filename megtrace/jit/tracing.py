@@ -233,10 +233,13 @@ class trace:
              silent: bool = False, no_assert: bool = False, maxerr: float = 1e-4,
              resize_input: bool = False, input_transform=None, dump_format: str | None = None,
              model_version: int = 2, compat_older_version: str | None = None, **kwargs):
-        """Write the traced graph as a MegEngine model (FBS_V2) that MegEngine Lite runs.
+        """Write the traced graph as a MegEngine model that MegEngine Lite runs, with
+        MegEngine 1.13's parameters and defaults.
 
-        `optimize_for_inference` is accepted, but the graph is written as traced (BatchNorm
-        kept as a BatchNorm opr), and the file's Metadata does not claim optimizations.
+        `optimize_for_inference` (default True) runs the graph through TVM's inference
+        passes (BatchNorm folded into convolutions, constants folded) and MegEngine's
+        arithmetic fusions (FUSE_ADD_RELU, FUSE_MUL_ADD3, global pooling; ConvBias with
+        enable_fuse_conv_bias_nonlinearity=True); Metadata.optimize_options records them.
         """
         import pickle
 
@@ -248,7 +251,8 @@ class trace:
         if input_data is not None and dump_format not in (None, "FBS_V2"):
             raise ValueError("input_data needs dump_format='FBS_V2': load_and_run reads "
                              "testcases in the main model's format")
-        flags = sorted(k for k, v in kwargs.items() if v and k != "enable_fuse_grain")
+        supported = ("enable_fuse_grain", "enable_fuse_conv_bias_nonlinearity")
+        flags = sorted(k for k, v in kwargs.items() if v and k not in supported)
         if optimize_for_inference and flags:
             raise NotImplementedError(f"dump: optimize_for_inference options {flags} are not "
                                       "supported yet")
@@ -273,8 +277,12 @@ class trace:
         out_names = _names("output_names", output_names, default_out)
         if len(set(in_names)) != len(in_names) or "" in in_names:
             raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
+        optimize_options = 0
+        if optimize_for_inference:
+            graph, optimize_options = _optimized(graph, kwargs)
         meta = Metadata(is_valid=bool(enable_metadata),
-                        user_info=pickle.dumps(user_info) if enable_metadata else None)
+                        user_info=pickle.dumps(user_info) if enable_metadata else None,
+                        optimize_options=optimize_options)
         if len(set(out_names)) != len(out_names):
             raise ValueError(f"output_names must be unique; got {out_names}")
         cases = []
@@ -309,6 +317,23 @@ class trace:
             raise TraceError("trace: call the traced function once first")
         graph = next(iter(self._entries.values())).graph
         return [VarNode(graph, v, n) for v, n in zip(graph.outputs, graph.output_names)]
+
+
+def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
+    """optimize_for_inference through TVM (relay_bridge.optimize); a graph it cannot bring
+    back from Relax is written unoptimized, with a warning and no optimize_options."""
+    import warnings
+
+    from relay_bridge.optimize import optimize_for_inference
+    from ..errors import UnsupportedOpError
+    try:
+        return optimize_for_inference(
+            graph, fuse_conv_bias_nonlinearity=bool(kwargs.get("enable_fuse_conv_bias_nonlinearity")),
+            fuse_grain=bool(kwargs.get("enable_fuse_grain", True)))
+    except UnsupportedOpError as e:
+        warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
+                      "traced", stacklevel=3)
+        return graph, 0
 
 
 def _names(what: str, given, default: list[str]) -> list[str]:

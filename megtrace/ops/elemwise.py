@@ -202,3 +202,25 @@ UNARY_NAMES = tuple(r[0] for r in _UNARY)
 BINARY_NAMES = tuple(r[0] for r in _BINARY)
 COMPARE_NAMES = tuple(r[0] for r in _COMPARE)
 LOGICAL_NAMES = tuple(r[0] for r in _LOGICAL) + ("logical_not",)
+
+
+# MegEngine's fused Elemwise modes: what optimize_for_inference writes for add+relu and
+# x*scale+bias (and what MegEngine's optimized files contain).
+_FUSED = [  # name,        arity, numpy,                                 relax,                      mode
+    ("fuse_add_relu",    2, lambda a, b: np.maximum(a + b, 0),          lambda R, a, b: R.nn.relu(R.add(a, b)), "FUSE_ADD_RELU"),
+    ("fuse_add_sigmoid", 2, lambda a, b: _sigmoid(a + b),               lambda R, a, b: R.sigmoid(R.add(a, b)), "FUSE_ADD_SIGMOID"),
+    ("fuse_add_tanh",    2, lambda a, b: np.tanh(a + b),                lambda R, a, b: R.tanh(R.add(a, b)),    "FUSE_ADD_TANH"),
+    ("fuse_mul_add3",    3, lambda a, b, c: a * b + c,                  lambda R, a, b, c: R.add(R.multiply(a, b), c), "FUSE_MUL_ADD3"),
+]
+
+
+def _nary_infer(name):
+    def infer(*ts: TensorType) -> TensorType:
+        dtype = same_dtype(name, *ts)
+        return TensorType(broadcast_shapes(name, *(t.shape for t in ts)), dtype)
+    return infer
+
+
+for _name, _arity, _fn, _lower, _mode in _FUSED:
+    register(OpDef(_name, eager=_typed(_fn), infer=_nary_infer(_name),
+                   lower=lambda L, *xs, _l=_lower: _l(L.R, *xs), mge=_elemwise(_mode)))

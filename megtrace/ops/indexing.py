@@ -103,9 +103,11 @@ def _topk_lower(L, x, *, k, descending):
 
 
 def _topk_emit(em, types, p, inputs):
-    if types[0].ndim != 2 or p["descending"]:
-        raise NotImplementedError("topk: only 2-d ascending topk is written to .mge yet")
-    k = em.const(np.array([p["k"]], np.int32))
+    """MegEngine's TopK takes the k smallest; a negative k asks for the largest."""
+    if types[0].ndim != 2:
+        raise NotImplementedError("topk: only 2-d inputs are written to .mge (MegEngine's TopK "
+                                  "works on (batch, n))")
+    k = em.const(np.array([-p["k"] if p["descending"] else p["k"]], np.int32))
     return em.opr_all(TOPK, {"mode": "VALUE_IDX_SORTED"}, [inputs[0], k])
 
 

@@ -92,6 +92,45 @@ register(OpDef(
                   tuple(_CONV.values())),
 ))
 
+# -- conv_bias: MegEngine's ConvBiasForward (conv + bias + nonlinearity in one opr) --------
+_NONLINE = {"IDENTITY": lambda v: v, "RELU": lambda v: np.maximum(v, 0),
+            "SIGMOID": lambda v: 1 / (1 + np.exp(-v))}
+
+
+def _conv_bias_infer(x, w, b, *, nonline, **conv):
+    out = _conv2d_infer(x, w, **conv)
+    if nonline not in _NONLINE:
+        raise ValueError(f"conv_bias: nonline must be one of {sorted(_NONLINE)}; got {nonline!r}")
+    if b.ndim != 4 or any(d not in (1, o) for d, o in zip(b.shape, out.shape)) or \
+            b.shape[1] != out.shape[1]:
+        raise ShapeError(f"conv_bias: bias must be (1, {out.shape[1]}, 1, 1) or broadcast to "
+                         f"the output {out}; got {b}")
+    return out
+
+
+def _conv_bias_eager(x, w, b, *, nonline, **conv):
+    y = _conv2d_eager(x, w, **conv).astype(np.float64) + b
+    return _NONLINE[nonline](y).astype(x.dtype)
+
+
+def _conv_bias_lower(L, x, w, b, *, nonline, **conv):
+    y = L.R.add(_conv2d_lower(L, x, w, **conv), b)
+    return {"IDENTITY": y, "RELU": L.R.nn.relu(y), "SIGMOID": L.R.sigmoid(y)}[nonline]
+
+
+_CONV_BIAS = {sparse: MgeOpr(
+    "ConvBiasForward", "ConvBias", match={"sparse": sparse},
+    fields=lambda p: {**_conv2d_fields(p), "nonlineMode": p["nonline"]},
+    decode=lambda f: {**_conv2d_decode(f), "nonline": f["nonlineMode"]},
+    extra=(("ExecutionPolicy", {}),)) for sparse in ("DENSE", "GROUP")}
+
+register(OpDef(
+    "conv_bias", eager=_conv_bias_eager, infer=_conv_bias_infer, lower=_conv_bias_lower,
+    params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "nonline": "IDENTITY"},
+    mge=MgeChoice(lambda types: _CONV_BIAS["GROUP" if types[1].ndim == 5 else "DENSE"],
+                  tuple(_CONV_BIAS.values())),
+))
+
 # -- pooling --------------------------------------------------------------------------
 _POOL_MODES = {"max": "MAX_", "average": "AVERAGE",
                "average_count_exclude_padding": "AVERAGE_COUNT_EXCLUDE_PADDING"}

@@ -1,0 +1,246 @@
+"""Relax -> megtrace Graph: the way back, for graphs TVM's passes have optimized.
+
+A converter table keyed by Relax op name (as TVM's frontends map the other way). Only
+what our own lowerings and the inference passes produce needs lifting; anything else is
+reported at once as UnsupportedOpError.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from megtrace.errors import UnsupportedOpError
+from megtrace.ir import Graph, TensorType, Var
+from megtrace.ops import get
+
+from ._tvm import relax
+
+Converter = Callable[[Graph, Any, list, TensorType], list]
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(*names: str):
+    def deco(fn: Converter) -> Converter:
+        for n in names:
+            CONVERTERS[f"relax.{n}"] = fn
+        return fn
+    return deco
+
+
+def _node(g: Graph, name: str, ins: list, **params) -> list:
+    return list(g.add_node(get(name), ins, params))
+
+
+def _ty(expr) -> TensorType:
+    t = expr.ty
+    return TensorType(tuple(int(d) for d in t.shape), str(t.dtype))
+
+
+def lift(mod, input_names: list[str], output_names: list[str],
+         names: dict[str, str] | None = None) -> Graph:
+    """The `main` function of `mod` (one dataflow block) as a megtrace Graph; `names` maps
+    Relax variable names back to the original node names (for keep_opr_name/var names)."""
+    rx = relax()
+    from tvm.ir.expr import GenericConst as Const
+    func = mod["main"]
+    g = Graph()
+    env: dict[Any, Var] = {}
+    for param, name in zip(func.params, input_names):
+        env[param] = g.add_input(_ty(param), name)
+    bindings = [b for block in func.body.blocks for b in block.bindings]
+    missing = sorted({b.value.op.name for b in bindings if isinstance(b.value, rx.Call)
+                      and b.value.op.name not in CONVERTERS})
+    if missing:
+        raise UnsupportedOpError(f"lift: no megtrace operator for {', '.join(missing)}")
+
+    def arg(a):
+        if isinstance(a, Const):
+            return g.add_const(a.value.numpy())
+        return env[a]
+
+    for b in bindings:
+        v = b.value
+        if isinstance(v, rx.Call):
+            args = [arg(a) if isinstance(a, (rx.Var, Const)) else a for a in v.args]
+            outs = CONVERTERS[v.op.name](g, v, args, _ty(b.var))
+            hint = (names or {}).get(b.var.name, "")
+            if hint and g.nodes and outs[0] is g.nodes[-1].outputs[0]:
+                outs[0].name_hint = hint
+            env[b.var] = outs[0]
+        elif isinstance(v, rx.TupleGetItem):
+            env[b.var] = env[v.tuple_value][v.index]
+        elif isinstance(v, rx.Tuple):
+            env[b.var] = [arg(f) for f in v.fields]
+        elif isinstance(v, (rx.Var, Const)):
+            env[b.var] = arg(v)
+        else:
+            raise UnsupportedOpError(f"lift: cannot lift a {type(v).__name__} binding")
+    body = func.body.body
+    outs = env[body] if not isinstance(body, rx.Tuple) else [arg(f) for f in body.fields]
+    outs = outs if isinstance(outs, list) else [outs]
+    g.set_outputs(outs, output_names)
+    return g.prune()
+
+
+def _ints(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+# -- elementwise ----------------------------------------------------------------------
+_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
+           "maximum": "maximum", "minimum": "minimum", "power": "pow",
+           "floor_divide": "floor_div", "less": "lt", "less_equal": "le", "greater": "gt",
+           "greater_equal": "ge", "equal": "eq", "logical_and": "logical_and",
+           "logical_or": "logical_or", "logical_xor": "logical_xor"}
+_UNARY = {"nn.relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log",
+          "negative": "neg", "abs": "abs", "floor": "floor", "ceil": "ceil", "sin": "sin",
+          "cos": "cos", "sqrt": "sqrt", "erf": "erf", "round": "round", "nn.silu": "silu",
+          "nn.gelu": "gelu", "logical_not": "logical_not"}
+
+for _r, _m in _BINARY.items():
+    CONVERTERS[f"relax.{_r}"] = (lambda g, call, a, out, _m=_m: _node(g, _m, a))
+for _r, _m in _UNARY.items():
+    CONVERTERS[f"relax.{_r}"] = (lambda g, call, a, out, _m=_m: _node(g, _m, a))
+
+
+@converter("rsqrt")
+def _rsqrt(g, call, a, out):
+    one = g.add_const(np.ones((), out.dtype))
+    return _node(g, "div", [one, _node(g, "sqrt", a)[0]])
+
+
+@converter("clip")
+def _clip(g, call, a, out):
+    lo, hi = float(call.args[1].value), float(call.args[2].value)
+    return _node(g, "clip", a[:1], lower=None if lo == float("-inf") else lo,
+                 upper=None if hi == float("inf") else hi)
+
+
+@converter("nn.leakyrelu")
+def _leaky(g, call, a, out):
+    return _node(g, "leaky_relu", a, negative_slope=float(call.attrs.alpha))
+
+
+@converter("astype")
+def _astype(g, call, a, out):
+    return _node(g, "astype", a, dtype=out.dtype)
+
+
+@converter("where")
+def _where(g, call, a, out):
+    return _node(g, "where", a)
+
+
+# -- nn -------------------------------------------------------------------------------
+def _symmetric(name: str, pad) -> tuple[int, int]:
+    top, left, bottom, right = _ints(pad)
+    if (top, left) != (bottom, right):
+        raise UnsupportedOpError(f"lift: {name} with asymmetric padding {tuple(pad)}")
+    return top, left
+
+
+@converter("nn.conv2d")
+def _conv2d(g, call, a, out):
+    at = call.attrs
+    x, w = a
+    groups = int(at.groups)
+    if groups > 1:
+        oc, icg, kh, kw = w.type.shape
+        w = _node(g, "reshape", [w], shape=(groups, oc // groups, icg, kh, kw))[0]
+    return _node(g, "conv2d", [x, w], stride=_ints(at.strides),
+                 padding=_symmetric("conv2d", at.padding), dilation=_ints(at.dilation))
+
+
+@converter("nn.max_pool2d", "nn.avg_pool2d")
+def _pool(g, call, a, out):
+    at = call.attrs
+    if call.op.name.endswith("max_pool2d"):
+        mode = "max"
+    else:
+        mode = "average" if at.count_include_pad else "average_count_exclude_padding"
+    return _node(g, "pool2d", a, mode=mode, kernel=_ints(at.pool_size),
+                 stride=_ints(at.strides), padding=_symmetric("pool2d", at.padding))
+
+
+@converter("nn.adaptive_avg_pool2d")
+def _adaptive(g, call, a, out):
+    return _node(g, "adaptive_pool2d", a, mode="average", out=out.shape[2:])
+
+
+@converter("nn.softmax")
+def _softmax(g, call, a, out):
+    return _node(g, "softmax", a, axis=int(call.attrs.axis))
+
+
+@converter("nn.layer_norm")
+def _layer_norm(g, call, a, out):
+    return _node(g, "layer_norm", a, eps=float(call.attrs.epsilon),
+                 normalized_dim=len(call.attrs.axes))
+
+
+@converter("matmul")
+def _matmul(g, call, a, out):
+    return _node(g, "matmul", a)
+
+
+# -- shapes ---------------------------------------------------------------------------
+def _as_flatten(src: TensorType, dst: TensorType):
+    """(start, end) when reshaping src to dst merges one run of axes, else None."""
+    if dst.ndim >= src.ndim:
+        return None
+    for start in range(src.ndim):
+        end = start + src.ndim - dst.ndim
+        if src.shape[:start] == dst.shape[:start] and \
+                src.shape[end + 1:] == dst.shape[start + 1:]:
+            return start, end
+    return None
+
+
+@converter("reshape")
+def _reshape(g, call, a, out):
+    """A reshape that merges axes is written back as flatten, so that the file keeps the
+    batch symbolic (GetVarShape + Reshape), as MegEngine writes flatten."""
+    x = a[0]
+    axes = _as_flatten(x.type, out)
+    if axes is not None:
+        return _node(g, "flatten", [x], start_axis=axes[0], end_axis=axes[1])
+    return _node(g, "reshape", [x], shape=out.shape)
+
+
+@converter("permute_dims")
+def _permute(g, call, a, out):
+    axes = call.attrs.axes
+    pattern = _ints(axes) if axes is not None else tuple(range(a[0].type.ndim))[::-1]
+    return _node(g, "transpose", a, pattern=pattern)
+
+
+@converter("sum", "mean", "max", "min", "prod")
+def _reduce(g, call, a, out):
+    mode = call.op.name.split(".")[-1]
+    axis = call.attrs.axis
+    return _node(g, "reduce", a, mode=mode, axis=None if axis is None else _ints(axis),
+                 keepdims=bool(call.attrs.keepdims))
+
+
+@converter("concat")
+def _concat(g, call, a, out):
+    return _node(g, "concat", a[0], axis=int(call.attrs.axis))
+
+
+@converter("take")
+def _take(g, call, a, out):
+    return _node(g, "take", a, axis=int(call.attrs.axis))
+
+
+@converter("broadcast_to")
+def _broadcast(g, call, a, out):
+    return _node(g, "broadcast_to", a[:1], shape=out.shape)
+
+
+@converter("strided_slice")
+def _strided_slice(g, call, a, out):
+    fields = [[int(v.value) for v in t.fields] for t in call.args[1:5]]
+    axes, begins, ends, steps = (fields + [[1] * len(fields[0])])[:4]
+    rows = tuple((ax, b, e, s, None) for ax, b, e, s in zip(axes, begins, ends, steps))
+    return _node(g, "subtensor", a[:1], index=rows)

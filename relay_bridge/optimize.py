@@ -1,0 +1,198 @@
+"""optimize_for_inference the way megtrace is built: the graph goes to Relax, TVM's passes
+optimize it (BatchNorm folded into the convolution, constants folded, common
+subexpressions and dead code removed), and the optimized Relax comes back as a megtrace
+graph (lift.py) with MegEngine's fused Elemwise modes, ready for the .mge writer.
+
+Options mirror MegEngine's optimize_for_inference kwargs; `optimize_options` is the
+Metadata bit set MegEngine stores (bit 2: fuse_conv_bias_nonlinearity).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from megtrace.ir import Graph
+from megtrace.ops import get
+
+from ._tvm import relax, tvm
+from .lift import lift
+from .lower import emit_node
+
+FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
+FUSE_GRAIN = 1 << 6
+
+
+class _Named:
+    """A BlockBuilder whose emits carry one name (so names survive the round trip)."""
+
+    def __init__(self, bb, name: str):
+        self.bb, self.name = bb, name
+
+    def emit(self, expr):
+        return self.bb.emit(expr, name_hint=self.name)
+
+
+def to_relax_for_inference(graph: Graph) -> tuple:
+    """Like lower.to_relax, but BatchNorm as R.nn.batch_norm so TVM can fold it; also
+    returns Relax variable name -> node name."""
+    rx = relax()
+    bb = rx.BlockBuilder()
+    names: dict[str, str] = {}
+    params = [rx.Var(f"in{i}", rx.TensorType(v.type.shape, v.type.dtype))
+              for i, v in enumerate(graph.inputs)]
+    env = dict(zip(graph.inputs, params))
+    bn = get("batch_norm")
+    with bb.function("main", params):
+        with bb.dataflow():
+            for var, value in graph.consts.items():
+                env[var] = rx.const(value, var.type.dtype)
+            for node in graph.nodes:
+                args = [env[v] for v in node.inputs]
+                if node.op is bn and all(v in graph.consts for v in node.inputs[1:]):
+                    x, w, b, m, v = node.inputs
+                    flat = [rx.const(graph.consts[t].reshape(-1), t.type.dtype) for t in (w, b, m, v)]
+                    out = bb.emit(rx.op.nn.batch_norm(args[0], *flat, axis=1,
+                                                      epsilon=node.kwargs["eps"],
+                                                      training=False))
+                    env[node.outputs[0]] = bb.emit(rx.TupleGetItem(out, 0))
+                else:
+                    name = f"n{len(names)}"
+                    names[name] = node.outputs[0].name_hint
+                    env.update(zip(node.outputs, emit_node(_Named(bb, name), node, args)))
+            out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
+        bb.emit_func_output(out)
+    return bb.get(), names
+
+
+def _bias_before_bn(mod):
+    """bn(conv(x) + b) -> bn(conv(x)) + b * scale, so FoldBatchnormToConv2D applies."""
+    rx = relax()
+    from tvm.relax.dpl import is_const, is_op, is_tuple_get_item, wildcard
+    conv = is_op("relax.nn.conv2d")(wildcard(), is_const())
+    bias = is_const()
+    gamma, beta, mean, var = is_const(), is_const(), is_const(), is_const()
+    bn = is_op("relax.nn.batch_norm")(is_op("relax.add")(conv, bias), gamma, beta, mean, var)
+    pattern = is_tuple_get_item(bn, 0)
+
+    def rewrite(expr, m):
+        call = m[bn]
+        eps = float(call.attrs.epsilon)
+        g_, v_ = m[gamma].value.numpy(), m[var].value.numpy()
+        scale = (g_ / np.sqrt(v_.astype(np.float64) + eps)).astype(g_.dtype)
+        b = m[bias].value.numpy()
+        shifted = rx.const((b * scale.reshape(1, -1, 1, 1)).astype(b.dtype))
+        folded = rx.op.nn.batch_norm(m[conv], m[gamma], m[beta], m[mean], m[var],
+                                     axis=int(call.attrs.axis), epsilon=eps, training=False)
+        return rx.op.add(rx.TupleGetItem(folded, 0), shifted)
+
+    from tvm.relax.dpl import rewrite_call
+    return tvm().IRModule({"main": rewrite_call(pattern, rewrite, mod["main"])})
+
+
+def _merge_constant_adds(g: Graph) -> Graph:
+    """add(add(x, c1), c2) -> add(x, c1 + c2): BatchNorm folding leaves the conv bias and
+    the BN shift as two adds."""
+    users, producer, outputs = g.users(), g.producers(), set(g.outputs)
+    add = get("add")
+    new = Graph(list(g.inputs), dict(g.consts), [], [], list(g.input_names))
+    remap: dict = {}
+    for node in g.nodes:
+        ins = [remap.get(v, v) for v in node.inputs]
+        inner = producer.get(node.inputs[0]) if node.op is add else None
+        if inner is not None and inner.op is add and node.inputs[1] in g.consts and \
+                inner.inputs[1] in g.consts and len(users.get(node.inputs[0], [])) == 1 and \
+                node.inputs[0] not in outputs:
+            total = g.consts[inner.inputs[1]] + g.consts[node.inputs[1]]
+            ins = [remap.get(inner.inputs[0], inner.inputs[0]),
+                   new.add_const(total, inner.inputs[1].name_hint)]
+        outs = new.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint)
+        remap.update(zip(node.outputs, outs))
+    new.set_outputs([remap.get(v, v) for v in g.outputs], g.output_names)
+    return new.prune()
+
+
+def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
+    """MegEngine's arithmetic fusion on the lifted graph: add+relu -> FUSE_ADD_RELU,
+    mul+add -> FUSE_MUL_ADD3, and (with fuse_conv_bias) conv+bias[+relu] -> ConvBias."""
+    users = g.users()
+    producer = g.producers()
+    outputs = set(g.outputs)
+
+    def single_use(v):
+        return len(users.get(v, [])) == 1 and v not in outputs
+
+    new = Graph(list(g.inputs), dict(g.consts), [], [], list(g.input_names))
+    remap: dict = {}
+    skipped: set = set()
+    relu, add, mul, conv = get("relu"), get("add"), get("mul"), get("conv2d")
+    for node in g.nodes:
+        if node in skipped:
+            continue
+        ins = [remap.get(v, v) for v in node.inputs]
+        op, params = node.op, node.kwargs
+        first = producer.get(node.inputs[0]) if node.inputs else None
+        if op is relu and first is not None and first.op is add and single_use(node.inputs[0]):
+            base = producer.get(first.inputs[0])
+            if fuse_conv_bias and base is not None and base.op is conv and \
+                    single_use(first.inputs[0]) and first.inputs[1] in g.consts:
+                op, ins = get("conv_bias"), [remap.get(v, v) for v in base.inputs] + \
+                    [remap.get(first.inputs[1], first.inputs[1])]
+                params = {**base.kwargs, "nonline": "RELU"}
+            else:
+                op, ins, params = get("fuse_add_relu"), [remap.get(v, v) for v in first.inputs], {}
+        elif fuse_conv_bias and op is add and first is not None and first.op is conv and \
+                single_use(node.inputs[0]) and node.inputs[1] in g.consts and \
+                g.consts[node.inputs[1]].shape == (1, node.outputs[0].type.shape[1], 1, 1):
+            op, ins = get("conv_bias"), [remap.get(v, v) for v in first.inputs] + [ins[1]]
+            params = {**first.kwargs, "nonline": "IDENTITY"}
+        elif op is add and first is not None and first.op is mul and single_use(node.inputs[0]):
+            op, ins, params = get("fuse_mul_add3"), \
+                [remap.get(v, v) for v in first.inputs] + [ins[1]], {}
+        outs = new.add_node(op, ins, params, node.outputs[0].name_hint)
+        remap.update(zip(node.outputs, outs))
+    new.set_outputs([remap.get(v, v) for v in g.outputs], g.output_names)
+    return new.prune()
+
+
+def _fold_global_pooling(g: Graph) -> Graph:
+    """fuse_grain: a mean over H and W of an NCHW tensor is global average pooling."""
+    reduce = get("reduce")
+    new = Graph(list(g.inputs), dict(g.consts), [], [], list(g.input_names))
+    remap: dict = {}
+    for node in g.nodes:
+        ins = [remap.get(v, v) for v in node.inputs]
+        p = node.kwargs
+        if node.op is reduce and p["mode"] == "mean" and node.inputs[0].type.ndim == 4 and \
+                p["axis"] in ((2, 3), (-2, -1)):
+            (out,) = new.add_node(get("adaptive_pool2d"), ins, {"mode": "average", "out": (1, 1)},
+                                  node.outputs[0].name_hint)
+            if not p["keepdims"]:
+                (out,) = new.add_node(get("squeeze"), [out], {"axis": (2, 3)})
+            outs = (out,)
+        else:
+            outs = new.add_node(node.op, ins, p, node.outputs[0].name_hint)
+        remap.update(zip(node.outputs, outs))
+    new.set_outputs([remap.get(v, v) for v in g.outputs], g.output_names)
+    return new.prune()
+
+
+def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = False,
+                           fuse_grain: bool = True) -> tuple[Graph, int]:
+    """The optimized graph and its MegEngine optimize_options bits."""
+    t = tvm()
+    rx = relax()
+    mod, names = to_relax_for_inference(graph)
+    mod = _bias_before_bn(mod)
+    passes = t.transform.Sequential([
+        rx.transform.FoldBatchnormToConv2D(), rx.transform.DecomposeOpsForInference(),
+        rx.transform.FoldConstant(), rx.transform.CanonicalizeBindings(),
+        rx.transform.EliminateCommonSubexpr(), rx.transform.FoldConstant(),
+        rx.transform.DeadCodeElimination()])
+    with t.transform.PassContext(opt_level=3):
+        mod = passes(mod)
+    lifted = lift(mod, list(graph.input_names), list(graph.output_names), names)
+    fused = _arith_fusion(_merge_constant_adds(lifted), fuse_conv_bias_nonlinearity)
+    if fuse_grain:
+        fused = _fold_global_pooling(fused)
+    options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \
+        (FUSE_GRAIN if fuse_grain else 0)
+    return fused, options
