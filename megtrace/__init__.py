@@ -8,7 +8,7 @@ from . import functional, jit, module
 from .device import get_default_device, set_default_device
 from .dtype import float16, float32, int8, int16, int32, uint8
 from .errors import (CompileError, DTypeError, FormatError, MegtraceError, ShapeError,
-                     TraceError, UnsupportedOpError)
+                     TraceError, UnsupportedModelError, UnsupportedOpError)
 from .dump import CompGraphDumpResult, Metadata, VarNode, dump_graph
 from .graph_io import LoadedGraph, load_graph
 from .serialization import load, save
@@ -17,6 +17,7 @@ from .tensor import Parameter, Tensor, tensor
 __version__ = "0.1.0"
 
 __all__ = ["CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
-           "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedOpError",
+           "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
+           "UnsupportedOpError",
            "float16", "float32", "functional", "get_default_device", "set_default_device", "int8", "int16", "int32", "jit", "load",
            "load_graph", "module", "save", "tensor", "uint8"]

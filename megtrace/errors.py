@@ -32,3 +32,7 @@ class FormatError(MegtraceError, ValueError):
 
 class CompileError(MegtraceError, RuntimeError):
     """TVM failed to build a graph; the TVM message is attached as the cause."""
+
+
+class UnsupportedModelError(FormatError, UnsupportedOpError):
+    """A model file that uses an operator or a parameter megtrace cannot run."""

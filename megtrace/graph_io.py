@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import FormatError, ShapeError
+from .errors import (FormatError, MegtraceError, ShapeError, UnsupportedModelError,
+                     UnsupportedOpError)
 from .ir import Graph, TensorType
 from .tensor import Tensor
 
@@ -38,7 +39,14 @@ class LoadedGraph:
 
     def _graph_for(self, types: dict[str, TensorType]) -> Graph:
         from fbs.to_graph import build_graph
-        return build_graph(self._model, types)
+        try:
+            return build_graph(self._model, types)
+        except (FormatError, MemoryError):
+            raise
+        except UnsupportedOpError as e:
+            raise UnsupportedModelError(str(e)) from e
+        except (MegtraceError, ValueError, TypeError, KeyError, IndexError) as e:
+            raise FormatError(f"inconsistent model: {type(e).__name__}: {e}") from e
 
     def _feed(self, args, named) -> list[np.ndarray]:
         if len(args) > len(self.inputs):

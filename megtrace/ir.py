@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .ops.registry import OpDef
 
 
+# Constant nodes are folded at build time unless their result is larger than this many
+# elements (a corrupt model file must not make the loader allocate gigabytes).
+FOLD_LIMIT = 1 << 24
+
+
 @dataclass(frozen=True)
 class TensorType:
     """A static shape and a dtype name; printed as `f32[1,3,32,32]`."""
@@ -107,7 +112,8 @@ class Graph:
         bound = op.bind(params or {})
         kwargs = dict(bound)
         out_types = op.infer_types([v.type for v in inputs], kwargs)
-        if op.fold_from_types or (inputs and all(v in self.consts for v in inputs)):
+        small = sum(t.size for t in out_types) <= FOLD_LIMIT
+        if op.fold_from_types or (small and inputs and all(v in self.consts for v in inputs)):
             values = op.run_eager([self._value_for_fold(op, v) for v in inputs], kwargs)
             return tuple(self.add_const(val, name_hint, t.dtype) for val, t in zip(values, out_types))
         outs = tuple(Var(t, name_hint if len(out_types) == 1 else f"{name_hint}:o{i}")
