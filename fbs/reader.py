@@ -64,7 +64,10 @@ class ModelFile:
 
     @property
     def inputs(self) -> list[TensorValue]:
-        return [o.tensors[0] for o in self.oprs if o.type == "Host2DeviceCopy"]
+        found = [o.tensors[0] for o in self.oprs if o.type == "Host2DeviceCopy" and o.tensors]
+        if any(not t.name for t in found) or len({t.name for t in found}) != len(found):
+            raise FormatError("Host2DeviceCopy inputs need unique, non-empty names")
+        return found
 
     def output_names(self) -> list[str]:
         return [self.names.get(i, f"unnamed{k}") for k, i in enumerate(self.output_ids)]

@@ -48,6 +48,8 @@ def read_container(buf: bytes) -> tuple[ModelFile, list[dict[str, np.ndarray]]]:
     count = struct.unpack_from("<I", buf, 8)[0]
     model_bytes, pos = _take_model(buf, 12)
     model = read_model(model_bytes)
+    if any(not t.name for t in model.inputs):
+        raise FormatError("mgbtest0: the model has an input without a name")
     names = sorted(t.name for t in model.inputs)
     cases = []
     for i in range(count):
