@@ -291,3 +291,14 @@ def test_profiling_reports_per_kernel_timings(rng):
     assert any("conv" in name for name in prof["graph_exec"]["kernels"])
     with pytest.raises(mge.TraceError, match="profiling=True"):
         trace(lambda v: v).get_profile()
+
+
+def test_memory_configs_say_they_change_nothing(rng):
+    from megtrace.jit import DTRConfig, SublinearMemoryConfig
+    with pytest.warns(UserWarning, match="dtr_config .* changes nothing"):
+        f = trace(lambda x: x * 2, dtr_config=DTRConfig(eviction_threshold=1 << 30))
+    assert f.dtr_config.eviction_threshold == 1 << 30
+    with pytest.warns(UserWarning, match="sublinear_memory_config"):
+        g = trace(lambda x: x * 2, sublinear_memory_config=SublinearMemoryConfig())
+    x = _inputs(rng, (3,))
+    assert rel_err(g(x).numpy(), x.numpy() * 2) <= 1e-6

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -69,6 +70,12 @@ class trace:
         _check_type("graph_opt_config", graph_opt_config, GraphOptimizationConfig)
         if not isinstance(opt_level, int) or not -3 <= opt_level <= 3:
             raise ValueError(f"trace: opt_level must be an int in [-3, 3]; got {opt_level!r}")
+        for name, value in (("sublinear_memory_config", sublinear_memory_config),
+                            ("dtr_config", dtr_config)):
+            if value is not None:
+                warnings.warn(f"trace: {name} configures MegEngine's training-memory "
+                              "optimization; megtrace compiles inference graphs with TVM, so it "
+                              "is recorded (trace.{name}) but changes nothing", stacklevel=2)
         functools.update_wrapper(self, function)
         self.__wrapped__ = function
         self._symbolic = symbolic or record_only
