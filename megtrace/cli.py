@@ -14,9 +14,17 @@ import numpy as np
 
 
 def _info(args) -> int:
-    from fbs.reader import read_model
+    from fbs.reader import detect_format, read_model
     with open(args.model, "rb") as f:
-        model = read_model(f.read())
+        data = f.read()
+    kind = detect_format(data)
+    cases = []
+    if kind == "mgbtest0":
+        from fbs.testcases import read_container
+        model, cases = read_container(data)
+    else:
+        model = read_model(data)
+    print(f"format {kind}" + (f" with {len(cases)} testcase(s)" if kind == "mgbtest0" else ""))
     for t in model.inputs:
         print(f"input  {t.name}: {t.dtype}{list(t.shape)}")
     for name in model.output_names():
@@ -24,12 +32,19 @@ def _info(args) -> int:
     for kind, n in sorted(Counter(o.type for o in model.oprs).items()):
         print(f"  {n:4d} x {kind}")
     print(f"mge_version={model.mge_version} model_version={model.model_version} "
-          f"metadata.is_valid={model.metadata.is_valid}")
+          f"metadata.is_valid={model.metadata.is_valid} "
+          f"optimize_options={model.metadata.optimize_options}")
     return 0
 
 
 def _run(args) -> int:
     import megtrace as mge
+    if args.testcases:
+        report = mge.load_graph(args.model).run_testcases()
+        for i, errors in enumerate(report):
+            print(f"testcase {i}: " + (", ".join(f"{k} err={v:.3g}" for k, v in errors.items())
+                                       or "ran (no checks)"))
+        return 0
     feed = {}
     for item in args.input:
         name, _, path = item.partition("=")
@@ -53,6 +68,8 @@ def main(argv=None) -> int:
     p.add_argument("model")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     p.add_argument("--save", help="write the outputs to this .npz")
+    p.add_argument("--testcases", action="store_true",
+                   help="run and verify the testcases embedded in an mgbtest0 file")
     sub.add_parser("demo", help="trace, compile, dump and reload a small conv net")
     args, rest = parser.parse_known_args(argv)
     if args.cmd == "demo":
@@ -60,7 +77,12 @@ def main(argv=None) -> int:
         return demo(rest)
     if rest:
         parser.error(f"unrecognized arguments: {rest}")
-    return {"info": _info, "run": _run}[args.cmd](args)
+    from .errors import MegtraceError
+    try:
+        return {"info": _info, "run": _run}[args.cmd](args)
+    except (MegtraceError, OSError, AssertionError) as e:
+        print(f"megtrace: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
