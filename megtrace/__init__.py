@@ -11,6 +11,7 @@ from .errors import (CompileError, DTypeError, FormatError, MegtraceError, Shape
                      TraceError, UnsupportedModelError, UnsupportedOpError)
 from .dump import CompGraphDumpResult, Metadata, VarNode, dump_graph
 from .graph_io import LoadedGraph, load_graph
+from .performance import export, load_exported, tune
 from .serialization import load, save
 from .tensor import Parameter, Tensor, tensor
 
@@ -20,4 +21,5 @@ __all__ = ["CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileE
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",
            "float16", "float32", "functional", "get_default_device", "set_default_device", "int8", "int16", "int32", "jit", "load",
-           "load_graph", "module", "save", "tensor", "uint8"]
+           "load_graph", "module", "save", "tensor", "uint8", "export", "load_exported",
+           "tune"]

@@ -2,6 +2,7 @@
 
     megtrace info model.mge
     megtrace run model.mge --input data=x.npy [--save out.npz]
+    megtrace tune model.mge --trials N --work-dir D [--target T] [--export lib.so]
     megtrace demo
 """
 from __future__ import annotations
@@ -71,10 +72,15 @@ def main(argv=None) -> int:
     p.add_argument("--testcases", action="store_true",
                    help="run and verify the testcases embedded in an mgbtest0 file")
     sub.add_parser("demo", help="trace, compile, dump and reload a small conv net")
+    sub.add_parser("tune", help="MetaSchedule-tune a model file (see megtrace tune --help)",
+                   add_help=False)
     args, rest = parser.parse_known_args(argv)
     if args.cmd == "demo":
         from .demo import main as demo
         return demo(rest)
+    if args.cmd == "tune":
+        from relay_bridge.cli_tune import main as tune_main
+        return tune_main(rest)
     if rest:
         parser.error(f"unrecognized arguments: {rest}")
     from .errors import MegtraceError

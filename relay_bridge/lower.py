@@ -40,23 +40,27 @@ def to_relax(graph: Graph, func_name: str = "main"):
             for var, value in graph.consts.items():
                 env[var] = rx.const(value, var.type.dtype)
             for node in graph.nodes:
-                ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type,
-                                   [v.type for v in node.outputs])
-                try:
-                    expr = node.op.lower(ctx, *(env[v] for v in node.inputs), **node.kwargs)
-                except Exception as e:
-                    e.add_note(f"while lowering {node.op.name} with inputs "
-                               f"{[str(t) for t in ctx.types]}")
-                    raise
-                if len(node.outputs) == 1:
-                    env[node.outputs[0]] = bb.emit(expr)
-                else:                       # a tuple-valued op (topk): one var per field
-                    tup = bb.emit(expr)
-                    for i, var in enumerate(node.outputs):
-                        env[var] = bb.emit(rx.TupleGetItem(tup, i))
+                env.update(zip(node.outputs, emit_node(bb, node, [env[v] for v in node.inputs])))
             out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
         bb.emit_func_output(out)
     return bb.get()
+
+
+def emit_node(bb, node, args: list) -> list:
+    """Emit `node.op.lower(...)` of Relax `args` into `bb`; one Relax var per output."""
+    rx = relax()
+    ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type,
+                       [v.type for v in node.outputs])
+    try:
+        expr = node.op.lower(ctx, *args, **node.kwargs)
+    except Exception as e:
+        e.add_note(f"while lowering {node.op.name} with inputs "
+                   f"{[str(t) for t in ctx.types]}")
+        raise
+    if len(node.outputs) == 1:
+        return [bb.emit(expr)]
+    tup = bb.emit(expr)                 # a tuple-valued op (topk): one var per field
+    return [bb.emit(rx.TupleGetItem(tup, i)) for i in range(len(node.outputs))]
 
 
 def _safe_names(names: list[str]) -> list[str]:

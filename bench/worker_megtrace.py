@@ -1,0 +1,81 @@
+"""Benchmark worker: megtrace (compile_graph) on a model file, in its own process so
+that TVM_NUM_THREADS, set by the coordinator before TVM loads, is the thread count.
+
+    python worker_megtrace.py '{"mode": "model", "model_file": ..., ...}'
+
+mode "model": load the .mge with megtrace.load_graph, build it with compile_graph
+(or load the library an earlier run exported), time the VM on device tensors, save
+the output. mode "overhead": per-call cost of a tiny traced MLP on each call path.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
+
+from bench_common import emit, median_seconds, peak_rss_mb  # noqa: E402
+
+
+def run_model(cfg: dict) -> None:
+    from relay_bridge._tvm import relax, tvm
+    t = tvm()
+    library = Path(cfg["library"])
+    x = np.load(cfg["inputs"])["data"]
+    result = {}
+    if library.is_file():
+        executable = t.runtime.load_module(str(library))
+    else:
+        from megtrace import load_graph
+        from nets import graph_flops
+        from relay_bridge import compile_graph
+        from relay_bridge.export import export
+        graph = load_graph(cfg["model_file"]).graph
+        compiled = compile_graph(graph)
+        executable = compiled.executable
+        result.update(build_s=round(compiled.build_seconds, 2), pipeline=compiled.pipeline,
+                      flops=graph_flops(graph), build_peak_mb=round(peak_rss_mb(), 1))
+        export(compiled, library)
+    dev = t.cpu(0)
+    main = relax().VirtualMachine(executable, dev)["main"]
+    arg = t.runtime.tensor(x, dev)
+    out = main(arg)[0].numpy()
+    np.save(cfg["out"], out)
+    secs, n = median_seconds(lambda: main(arg), cfg.get("min_time", 1.0))
+    emit(median_ms=secs * 1e3, iters=n, threads=t.runtime.num_threads(), **result)
+
+
+def run_overhead(cfg: dict) -> None:
+    import megtrace as mge
+    from megtrace.jit import trace
+    from models import MLP
+    from relay_bridge import compile_graph
+    from relay_bridge._tvm import relax, tvm
+
+    net = MLP().eval()
+    x = np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)
+    xt = mge.tensor(x)
+    fast = trace(lambda d: net(d), symbolic=True, capture_as_const=True, without_host=True)
+    replay = trace(lambda d: net(d), symbolic=True, capture_as_const=True)
+    fast(xt)
+    replay(xt)
+    compiled = compile_graph(fast.graph)
+    t = tvm()
+    main = relax().VirtualMachine(compiled.executable, t.cpu(0))["main"]
+    arg = t.runtime.tensor(x, t.cpu(0))
+    min_time = cfg.get("min_time", 1.0)
+    us = {}
+    for name, fn in (("vm", lambda: main(arg)), ("compiled_graph", lambda: compiled(x)),
+                     ("trace_without_host", lambda: fast(xt)),
+                     ("trace_replay", lambda: replay(xt))):
+        us[name] = median_seconds(fn, min_time, max_iters=20000)[0] * 1e6
+    emit(call_us=us, threads=t.runtime.num_threads())
+
+
+if __name__ == "__main__":
+    config = json.loads(sys.argv[1])
+    (run_overhead if config.get("mode") == "overhead" else run_model)(config)

@@ -1,0 +1,24 @@
+"""Rule-based CPU schedules (no tuning) for llvm targets.
+
+TVM 0.27 ships no CPU schedules: its default pipeline runs every kernel as naive
+single-threaded loops. This package lowers a megtrace Graph with hand-written s_tir
+schedules instead (see shared/reference/cpu-schedules.md, beside the checkout, for the
+measurements behind them):
+
+- plan.py      which nodes a rule takes and which elementwise ops fuse into it
+- lower.py     Graph -> Relax, keeping NCHW16c between blocked ops
+- primfunc.py  TE -> scheduled PrimFunc, marked so that fusion leaves it alone
+- conv.py      conv2d on NCHW16c, 14x16 register tile
+- depthwise.py depthwise conv2d on NCHW16c, 4x16 tile
+- dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
+- matmul.py    batched matmul of two runtime tensors (attention), same tile
+- pool.py      pooling and global reductions on NCHW16c
+- epilogue.py  bias / batch norm / activation / residual fused into the kernels
+- layout.py    NCHW16c and weight packing
+- generic.py   threads + vectors for every other PrimFunc, after fusion
+- pipeline.py  TVM's CPU pipeline with the generic rule inserted
+"""
+from .lower import to_relax_cpu
+from .pipeline import cpu_pipeline
+
+__all__ = ["cpu_pipeline", "to_relax_cpu"]

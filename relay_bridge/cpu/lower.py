@@ -1,0 +1,302 @@
+"""megtrace Graph -> Relax IRModule for llvm targets, with the CPU rules and NCHW16c.
+
+Each value may exist in two forms: plain (the graph's own layout) and blocked
+(NCHW16c). Conv and depthwise groups produce blocked values; pooling, global reductions
+and elementwise ops on blocked values stay blocked; every other op gets the plain form,
+and an unpack is emitted once per value the first time a plain consumer asks for it
+(and a pack when a blocked consumer meets a plain value). So a chain of convs,
+elementwise ops and pools converts layout only at its ends.
+
+A rule that cannot build its kernel falls back to the op's own Relax lowering (the
+default path) for that group; the reason is logged.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import numpy as np
+
+from megtrace.errors import UnsupportedOpError
+from megtrace.ir import Graph, Node, TensorType, Var
+
+from .._tvm import relax, tvm
+from ..lower import _safe_names, emit_node
+from . import layout as L
+from .conv import ConvShape, conv2d_nchwc
+from .dense import DenseShape, dense_packed
+from .depthwise import DepthwiseShape, depthwise_nchwc
+from .matmul import MatmulShape, batch_matmul
+from .epilogue import Epilogue, blocked_output
+from .plan import F32, Group, elementwise_steps, find_groups
+from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
+from .primfunc import plain_func
+
+log = logging.getLogger(__name__)
+
+
+class NotApplicable(Exception):
+    """A rule declines a node it could compute, because the default path is faster."""
+
+
+def to_relax_cpu(graph: Graph, func_name: str = "main") -> tuple[Any, list[str]]:
+    """The IRModule, and the names of the rules used (one entry per kernel)."""
+    missing = sorted({n.op.name for n in graph.nodes if n.op.lower is None})
+    if missing:
+        raise UnsupportedOpError(f"to_relax: no Relax lowering for {', '.join(missing)}")
+    return _CpuLowering(graph).build(func_name)
+
+
+class _CpuLowering:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.rx = relax()
+        self.bb = self.rx.BlockBuilder()
+        self.plain: dict[Var, Any] = {}
+        self.blocked: dict[Var, Any] = {}
+        self.used: list[str] = []
+        groups = find_groups(graph)
+        self.group_at = {g.nodes[-1]: g for g in groups}
+        self.absorbed = {n for g in groups for n in g.nodes[:-1]}
+
+    # -- driver -------------------------------------------------------------------------
+    def build(self, func_name: str):
+        rx, g = self.rx, self.graph
+        params = [rx.Var(name, rx.TensorType(v.type.shape, v.type.dtype))
+                  for v, name in zip(g.inputs, _safe_names(g.input_names))]
+        self.plain.update(zip(g.inputs, params))
+        with self.bb.function(func_name, params):
+            with self.bb.dataflow():
+                for node in g.nodes:
+                    if node in self.absorbed:
+                        continue
+                    self._visit(node)
+                out = self.bb.emit_output(rx.Tuple([self.get_plain(v) for v in g.outputs]))
+            self.bb.emit_func_output(out)
+        return self.bb.get(), self.used
+
+    def _visit(self, node: Node) -> None:
+        group = self.group_at.get(node)
+        if group is not None:
+            if self._try(group.kind, lambda: self._group(group)):
+                return
+            for n in group.nodes:
+                self._default(n)
+            return
+        for kind, applies, emit in self._blocked_ops:
+            if applies(self, node) and self._try(kind, lambda e=emit: e(self, node)):
+                return
+        self._default(node)
+
+    def _try(self, kind: str, emit: Callable[[], None]) -> bool:
+        try:
+            emit()
+        except NotApplicable:
+            return False
+        except Exception as e:          # fall back to the default path, never guess
+            first = (str(e).strip().splitlines() or [""])[0]   # ScheduleErrors carry the IR
+            log.warning("CPU rule %s not applied (%s: %s); using the default path",
+                        kind, type(e).__name__, first)
+            log.debug("CPU rule %s failure", kind, exc_info=True)
+            return False
+        return True
+
+    # -- values in either layout --------------------------------------------------------
+    def get_plain(self, var: Var):
+        if var not in self.plain:
+            if var in self.graph.consts:
+                self.plain[var] = self.rx.const(self.graph.consts[var], var.type.dtype)
+            elif var in self.blocked:
+                c = var.type.shape[1]
+                x = tvm().te.placeholder(L.i64(self._shape(self.blocked[var])), F32, name="x")
+                self.plain[var] = self._call(plain_func([x, L.te_unpack(x, c)]),
+                                             [self.blocked[var]], var.type.shape, "unpack")
+            else:
+                raise KeyError(f"value {var} is used before it is defined")
+        return self.plain[var]
+
+    def get_blocked(self, var: Var):
+        if var not in self.blocked:
+            t = var.type
+            if t.ndim != 4 or t.dtype != F32:
+                raise ValueError(f"cannot block {t}: NCHW16c needs a 4-d float32 tensor")
+            if var in self.graph.consts:
+                self.blocked[var] = self.rx.const(L.pack_activation(self.graph.consts[var]))
+            else:
+                x = tvm().te.placeholder(L.i64(t.shape), F32, name="x")
+                n, c, h, w = t.shape
+                self.blocked[var] = self._call(
+                    plain_func([x, L.te_pack(x, c)]), [self.get_plain(var)],
+                    (n, L.blocks(c), h, w, L.BLOCK), "pack")
+        return self.blocked[var]
+
+    def _shape(self, expr) -> tuple[int, ...]:
+        return tuple(int(d) for d in expr.ty.shape)
+
+    def _call(self, func, args, shape, name: str):
+        gv = self.bb.add_func(func, name)
+        ty = self.rx.TensorType(tuple(int(d) for d in shape), F32)
+        return self.bb.emit(self.rx.call_tir(gv, list(args), ty))
+
+    def _default(self, node: Node) -> None:
+        args = [self.get_plain(v) for v in node.inputs]
+        self.plain.update(zip(node.outputs, emit_node(self.bb, node, args)))
+
+    # -- anchors ------------------------------------------------------------------------
+    def _group(self, group: Group) -> None:
+        {"conv": self._conv, "depthwise": self._conv, "dense": self._dense,
+         "matmul": self._matmul}[group.kind](group)
+        self.used.append(group.kind)
+
+    def _conv(self, group: Group) -> None:
+        node, consts = group.anchor, self.graph.consts
+        x, w = node.inputs[:2]                   # conv_bias's bias is in the epilogue
+        n, c, h, wd = x.type.shape
+        p = node.kwargs
+        kh, kw = w.type.shape[-2:]
+        blocked_in = x in self.blocked
+        geometry = dict(n=n, c=c, h=h, w=wd, kh=kh, kw=kw, stride=tuple(p["stride"]),
+                        padding=tuple(p["padding"]), blocked_input=blocked_in)
+        te = tvm().te
+        if group.kind == "conv":
+            shape = ConvShape(oc=w.type.shape[0], **geometry)
+            func = conv2d_nchwc(shape, group.epilogue)
+            if w in consts:
+                weight = self.rx.const(L.pack_conv_weight(consts[w], shape.icb))
+            else:
+                wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
+                weight = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
+                                    [self.get_plain(w)], shape.weight_shape, "pack_weight")
+        else:
+            if not blocked_in:      # a lone NCHW depthwise: TVM's own loop is faster
+                raise NotApplicable("depthwise input is not NCHW16c")
+            shape = DepthwiseShape(oc=c, **geometry)
+            func = depthwise_nchwc(shape, group.epilogue)
+            if w in consts:
+                weight = self.rx.const(L.pack_depthwise_weight(consts[w]))
+            else:
+                wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
+                weight = self._call(plain_func([wp, L.te_pack_depthwise_weight(wp)]),
+                                    [self.get_plain(w)], shape.weight_shape, "pack_weight")
+        xin = self.blocked[x] if blocked_in else self.get_plain(x)
+        args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
+        self.blocked[group.out] = self._call(func, args, shape.out_shape, group.kind)
+
+    def _dense(self, group: Group) -> None:
+        node = group.anchor
+        a, b = node.inputs
+        k = a.type.shape[-1]
+        m = a.type.size // k
+        n = group.out.type.shape[-1]
+        shape = DenseShape(m, k, n)
+        func = dense_packed(shape, group.epilogue)
+        weight = self.rx.const(L.pack_dense_weight(self.graph.consts[b],
+                                                   node.kwargs["transpose_b"], shape.tile[1]))
+        args = [self._as_2d(self.get_plain(a), a.type, (m, k)), weight,
+                *self._epilogue_args(group.epilogue, blocked=False, rows=(m, n))]
+        out = self._call(func, args, (m, n), "dense")
+        if group.out.type.ndim != 2:
+            out = self.bb.emit(self.rx.op.reshape(out, group.out.type.shape))
+        self.plain[group.out] = out
+
+    def _matmul(self, group: Group) -> None:
+        node = group.anchor
+        a, b = node.inputs
+        p = node.kwargs
+        shape = MatmulShape(a.type.shape, b.type.shape, bool(p["transpose_a"]),
+                            bool(p["transpose_b"]))
+        func = batch_matmul(shape, group.epilogue)
+        vectors = [self.rx.const(np.ascontiguousarray(v, np.float32))
+                   for v in group.epilogue.vectors()]
+        tensors = [self.get_plain(v) for v in group.epilogue.tensors()]
+        args = [self.get_plain(a), self.get_plain(b), *vectors, *tensors]
+        self.plain[group.out] = self._call(func, args, shape.out, "matmul")
+
+    def _as_2d(self, expr, t: TensorType, shape: tuple[int, int]):
+        return expr if t.ndim == 2 else self.bb.emit(self.rx.op.reshape(expr, shape))
+
+    def _epilogue_args(self, epilogue: Epilogue, blocked: bool, rows=None) -> list:
+        rx = self.rx
+        if blocked:
+            vectors = [rx.const(L.pack_channel_vector(v)) for v in epilogue.vectors()]
+            tensors = [self.get_blocked(v) for v in epilogue.tensors()]
+        else:
+            vectors = [rx.const(np.ascontiguousarray(v, np.float32))
+                       for v in epilogue.vectors()]
+            tensors = [self._as_2d(self.get_plain(v), v.type, rows) for v in epilogue.tensors()]
+        return vectors + tensors
+
+    # -- ops that keep NCHW16c ----------------------------------------------------------
+    def _blocked_input(self, node: Node) -> bool:
+        x = node.inputs[0]
+        return x in self.blocked and x.type.dtype == F32 and x.type.ndim == 4
+
+    def _elementwise_applies(self, node: Node) -> bool:
+        return self._elementwise_value(node) is not None
+
+    def _elementwise_value(self, node: Node) -> Var | None:
+        """The blocked input an elementwise op can run on, if it can stay blocked."""
+        for v in node.inputs:
+            if v in self.blocked and v.type.ndim == 4:
+                if elementwise_steps(node, v, self.graph, 1) is not None:
+                    return v
+        return None
+
+    def _elementwise(self, node: Node) -> None:
+        te = tvm().te
+        value = self._elementwise_value(node)
+        epilogue = Epilogue(elementwise_steps(node, value, self.graph, 1))
+        t = value.type
+        shape = (t.shape[0], L.blocks(t.shape[1]), t.shape[2], t.shape[3], L.BLOCK)
+        x = te.placeholder(L.i64(shape), F32, name="x")
+        vectors = [te.placeholder(L.i64((L.blocks(t.shape[1]), L.BLOCK)), F32, name=f"v{i}")
+                   for i in range(len(epilogue.vectors()))]
+        tensors = [te.placeholder(L.i64(shape), F32, name=f"t{i}")
+                   for i in range(len(epilogue.tensors()))]
+        out = blocked_output(x, L.i64(shape), t.shape[1], epilogue, vectors, tensors,
+                             name="ewise")
+        func = plain_func([x, *vectors, *tensors, out])
+        args = [self.blocked[value], *self._epilogue_args(epilogue, blocked=True)]
+        self.blocked[node.outputs[0]] = self._call(func, args, shape, node.op.name)
+        self.used.append("elementwise_nchw16c")
+
+    def _pool_applies(self, node: Node) -> bool:
+        return node.op.name == "pool2d" and self._blocked_input(node) and \
+            node.kwargs["mode"] in POOL_MODES
+
+    def _pool(self, node: Node) -> None:
+        p, x, out = node.kwargs, node.inputs[0], node.outputs[0]
+        func = pool_nchwc(x.type.shape, p["mode"], tuple(p["kernel"]), tuple(p["stride"]),
+                          tuple(p["padding"]))
+        n, c, oh, ow = out.type.shape
+        self.blocked[out] = self._call(func, [self.blocked[x]],
+                                       (n, L.blocks(c), oh, ow, L.BLOCK), "pool")
+        self.used.append("pool_nchw16c")
+
+    def _reduce_applies(self, node: Node) -> bool:
+        if not self._blocked_input(node):
+            return False
+        if node.op.name == "adaptive_pool2d":        # global pooling: out (1, 1)
+            p = node.kwargs
+            return tuple(p["out"]) == (1, 1) and p["mode"] in ("max", "average")
+        if node.op.name != "reduce":
+            return False
+        axis = node.kwargs["axis"]
+        if axis is None:
+            return False
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        return node.kwargs["mode"] in REDUCE_MODES and sorted(a % 4 for a in axes) == [2, 3]
+
+    def _reduce(self, node: Node) -> None:
+        p, x, out = node.kwargs, node.inputs[0], node.outputs[0]
+        if node.op.name == "adaptive_pool2d":
+            mode, keepdims = {"max": "max", "average": "mean"}[p["mode"]], True
+        else:
+            mode, keepdims = p["mode"], bool(p["keepdims"])
+        func = spatial_reduce_nchwc(x.type.shape, mode, keepdims)
+        self.plain[out] = self._call(func, [self.blocked[x]], out.type.shape, "reduce")
+        self.used.append("spatial_reduce_nchw16c")
+
+    _blocked_ops = (("pool_nchw16c", _pool_applies, _pool),
+                    ("spatial_reduce_nchw16c", _reduce_applies, _reduce),
+                    ("elementwise_nchw16c", _elementwise_applies, _elementwise))

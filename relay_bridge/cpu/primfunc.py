@@ -1,0 +1,67 @@
+"""TE compute -> scheduled PrimFunc that the Relax pipeline must leave alone.
+
+A rule's PrimFunc is marked opaque (op_pattern 8) so that FuseOps/FuseTIR never merge it
+with its neighbours (which would throw the schedule away), and "tirx.is_scheduled" so that
+the generic rule skips it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .._tvm import tvm
+
+OPAQUE = 8          # relax OpPatternKind.kOpaque
+# Below this many multiply-adds a kernel runs on one thread: a parallel launch costs a
+# few microseconds, more than such a kernel takes (GapNet at batch 1: 10 us vs 5 us).
+PARALLEL_MIN_MACS = 1 << 17
+
+
+def parallel_if(sch: Any, loop: Any, macs: int) -> None:
+    """Run `loop` on all threads when the kernel is big enough to pay for it."""
+    if macs >= PARALLEL_MIN_MACS:
+        sch.parallel(loop)
+
+
+def scheduled_func(tensors: Sequence[Any], schedule: Callable[[Any], None], rule: str):
+    """`tensors`: inputs then the output te.Tensor; `schedule(sch)` transforms the
+    s_tir.Schedule of their PrimFunc in place."""
+    t = tvm()
+    sch = t.s_tir.Schedule(t.te.create_prim_func(list(tensors)))
+    schedule(sch)
+    return mark(sch.mod["main"], rule)
+
+
+def mark(func, rule: str):
+    func = func.without_attr("global_symbol")
+    for key, value in (("op_pattern", OPAQUE), ("tirx.is_scheduled", True),
+                       ("megtrace.rule", rule)):
+        func = func.with_attr(key, value)
+    return func
+
+
+def plain_func(tensors: Sequence[Any]):
+    """An unscheduled PrimFunc (the generic rule schedules it after fusion)."""
+    t = tvm()
+    return t.te.create_prim_func(list(tensors)).without_attr("global_symbol")
+
+
+def inner_loops(sch: Any, block: Any, above: Any) -> list:
+    """The loops of `block` nested strictly inside loop `above` (the ones reverse_compute_at
+    or decompose_reduction created); empty when the tile is a single element."""
+    loops = sch.get_loops(block)
+    target = sch.get(above)
+    for i, lp in enumerate(loops):
+        if sch.get(lp).same_as(target):
+            return list(loops[i + 1:])
+    return []
+
+
+def vectorize_inner(sch: Any, block: Any, above: Any) -> None:
+    """Vectorise the innermost loop of `block` below `above` and unroll the others: a
+    register tile indexed by a rolled loop would make LLVM keep the whole tile in
+    memory, also inside the kernel's main loop."""
+    loops = inner_loops(sch, block, above)
+    if loops:
+        sch.vectorize(loops[-1])
+    for lp in loops[:-1]:
+        sch.unroll(lp)

@@ -1,0 +1,121 @@
+"""Run a model exported by `relay_bridge.export` with nothing but TVM and NumPy.
+
+Deliberately standalone: it imports nothing from megtrace or the rest of relay_bridge,
+so a deployment needs only the exported library, its JSON manifest and this file
+(copy it next to them):
+
+    import deploy
+    model = deploy.load("model.so")
+    out = model(x)                 # by position, or model(data=x) by input name
+
+The manifest (`<library>.json`) names, shapes and dtypes the inputs and outputs, so
+bad feeds fail with a ValueError naming the input before TVM sees them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "megtrace-export"
+FORMAT_VERSION = 1
+
+
+def manifest_path(library: str | os.PathLike) -> Path:
+    """Where the manifest of `library` lives: the library's name plus ".json"."""
+    return Path(str(os.fspath(library)) + ".json")
+
+
+def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a library (given the library's path or the manifest's)."""
+    path = Path(os.fspath(path))
+    mpath = path if path.suffix == ".json" else manifest_path(path)
+    if not mpath.is_file():
+        raise FileNotFoundError(f"path: no manifest {str(mpath)!r}; export writes it next "
+                                "to the library")
+    with open(mpath) as f:
+        manifest = json.load(f)
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"path: {str(mpath)!r} is not a megtrace export manifest")
+    if manifest.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(f"path: manifest version {manifest['format_version']} is newer "
+                         f"than this runner ({FORMAT_VERSION}); update deploy.py")
+    return manifest
+
+
+class DeployedModel:
+    """An exported model, loaded: call it with NumPy arrays, get a list of arrays."""
+
+    def __init__(self, library: str | os.PathLike, manifest: dict[str, Any]):
+        self.library = Path(os.fspath(library))
+        self.manifest = manifest
+        self.inputs: list[dict[str, Any]] = manifest["inputs"]
+        self.outputs: list[dict[str, Any]] = manifest["outputs"]
+        # TVM sizes its thread pool when it is first imported; the count the model was
+        # built and tuned for wins unless the user set one (or TVM is already running).
+        if "tvm" not in sys.modules:
+            os.environ.setdefault("TVM_NUM_THREADS", str(manifest.get("num_threads", 1)))
+        import tvm
+        from tvm.runtime.vm import VirtualMachine
+        self._tvm = tvm
+        kind = manifest.get("device", "cpu")
+        self.device = tvm.cpu(0) if kind == "cpu" else tvm.device(kind, 0)
+        self._vm = VirtualMachine(tvm.runtime.load_module(str(self.library)), self.device)
+        self._main = self._vm["main"]
+
+    def _feed(self, args: tuple, named: dict) -> list[np.ndarray]:
+        names = [i["name"] for i in self.inputs]
+        if len(args) > len(names):
+            raise ValueError(f"inputs: the model takes {len(names)} inputs {names}; got "
+                             f"{len(args)} positional arrays")
+        feed = dict(zip(names, args))
+        for key, value in named.items():
+            if key not in names:
+                raise ValueError(f"{key}: not an input of the model; inputs are {names}")
+            if key in feed:
+                raise ValueError(f"{key}: given both by position and by name")
+            feed[key] = value
+        arrays = []
+        for info in self.inputs:
+            name = info["name"]
+            if name not in feed:
+                raise ValueError(f"{name}: missing input (inputs are {names})")
+            arr = np.asarray(feed[name])
+            if arr.dtype != np.dtype(info["dtype"]):
+                raise ValueError(f"{name}: expected dtype {info['dtype']}, got {arr.dtype}")
+            if tuple(arr.shape) != tuple(info["shape"]):
+                raise ValueError(f"{name}: expected shape {tuple(info['shape'])}, got "
+                                 f"{tuple(arr.shape)} (the library was built for that "
+                                 "shape; export again for another)")
+            arrays.append(np.ascontiguousarray(arr))
+        return arrays
+
+    def __call__(self, *args: np.ndarray, **named: np.ndarray) -> list[np.ndarray]:
+        """Outputs in order, as NumPy arrays."""
+        tensors = [self._tvm.runtime.tensor(a, self.device) for a in self._feed(args, named)]
+        result = self._main(*tensors)
+        return [r.numpy() for r in result]
+
+    def run(self, *args: np.ndarray, **named: np.ndarray) -> dict[str, np.ndarray]:
+        """Outputs by name."""
+        return dict(zip((o["name"] for o in self.outputs), self(*args, **named)))
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{i['name']}: {i['dtype']}{list(i['shape'])}" for i in self.inputs)
+        return f"DeployedModel({self.library.name}, inputs=[{ins}])"
+
+
+def load(path: str | os.PathLike) -> DeployedModel:
+    """Load an exported library (or its manifest's path) for running."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path; got {type(path).__name__}")
+    manifest = read_manifest(path)
+    path = Path(os.fspath(path))
+    library = path.with_name(manifest["library"]) if path.suffix == ".json" else path
+    if not library.is_file():
+        raise FileNotFoundError(f"path: no library {str(library)!r}")
+    return DeployedModel(library, manifest)

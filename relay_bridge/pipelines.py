@@ -1,0 +1,65 @@
+"""The Relax pass lists that tuning and tuned builds must share.
+
+MetaSchedule records are keyed by the structural hash of each fused PrimFunc, so the
+module tuning extracts tasks from and the module a tuned build looks records up in
+must come out of the very same lowering and fusion passes; both take them from here.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ._tvm import relax, tvm
+
+log = logging.getLogger(__name__)
+
+
+def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
+    """(IRModule, rule kernels used): base "rules" is the CPU rules' lowering (hand
+    kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
+    if base == "rules":
+        from .cpu import to_relax_cpu
+        return to_relax_cpu(graph)
+    from .lower import to_relax
+    return to_relax(graph), []
+
+
+def fusion_passes(target: Any) -> list:
+    """Legalize and fuse, as TVM's CPU pipeline does before it lowers dataflow."""
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+    return cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
+
+
+def fuse(mod: Any, target: Any) -> Any:
+    """The module whose PrimFuncs are MetaSchedule's tasks."""
+    with target, tvm().transform.PassContext(opt_level=3):
+        return tvm().transform.Sequential(fusion_passes(target))(mod)
+
+
+def generic_rule() -> Any | None:
+    """relay_bridge.cpu's rule for the kernels nothing else schedules (None if absent)."""
+    try:
+        from .cpu.generic import GenericRule
+    except ImportError as e:           # the rules are optional for a tuned build
+        log.info("no generic CPU rule (%s); untuned kernels stay unscheduled", e)
+        return None
+    return GenericRule()
+
+
+def tuned_pipeline(target: Any) -> Any:
+    """Fusion, the records of the current MetaSchedule database, the generic rule for
+    every kernel without a record, then TVM's CPU lowering. Run it under `with db:`."""
+    t = tvm()
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+    from tvm.s_tir.dlight import ApplyDefaultSchedule
+
+    @t.transform.module_pass(opt_level=0, name="MegtraceTunedPipeline")
+    def _pipeline(mod, _ctx):
+        with target:      # MetaScheduleApplyDatabase reads Target.current() when built
+            rule = generic_rule()
+            passes = (fusion_passes(target)
+                      + [relax().transform.MetaScheduleApplyDatabase(enable_warning=False)]
+                      + ([ApplyDefaultSchedule(rule)] if rule is not None else [])
+                      + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target))
+            return t.transform.Sequential(passes)(mod)
+    return _pipeline

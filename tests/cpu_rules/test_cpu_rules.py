@@ -1,0 +1,407 @@
+"""relay_bridge.cpu: every rule against a float64 NumPy reference, the NCHW16c layout kept
+across ops (including channel counts that are not multiples of 16), fallbacks to the
+default path, and whole models compiled vs eager."""
+import logging
+
+import numpy as np
+import pytest
+from conftest import rel_err
+from models import MLP, ConvNet, GapNet, randomize_bn
+
+import megtrace as mge
+from megtrace.ir import Graph, TensorType
+from megtrace.jit import trace
+from megtrace.ops import get
+from relay_bridge import compile_graph
+
+TOL = 1e-5
+
+
+# -- float64 references ----------------------------------------------------------------
+def conv_ref(x, w, stride=(1, 1), padding=(0, 0)):
+    """NCHW conv; w (OC, IC, KH, KW) or depthwise (C, 1, 1, KH, KW)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    (sh, sw), (ph, pw) = stride, padding
+    kh, kw = w.shape[-2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh, ow = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
+    out = 0
+    for a in range(kh):
+        for b in range(kw):
+            patch = xp[:, :, a:a + sh * (oh - 1) + 1:sh, b:b + sw * (ow - 1) + 1:sw]
+            if w.ndim == 5:
+                out = out + patch * w[:, 0, 0, a, b][None, :, None, None]
+            else:
+                out = out + np.einsum("nchw,oc->nohw", patch, w[:, :, a, b])
+    return out
+
+
+def f32(rng, *shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+class G:
+    """A tiny graph builder: inputs, constants and ops by name."""
+
+    def __init__(self):
+        self.g = Graph()
+
+    def input(self, array, name="x"):
+        return self.g.add_input(TensorType.of(array), name)
+
+    def const(self, array):
+        return self.g.add_const(array)
+
+    def op(self, name, *inputs, **params):
+        return self.g.add_node(get(name), list(inputs), params)[0]
+
+    def compile(self, *outputs, **kw):
+        self.g.set_outputs(list(outputs), [f"y{i}" for i in range(len(outputs))])
+        return compile_graph(self.g, **kw)
+
+
+def check(got, want):
+    assert np.isfinite(got).all()
+    assert rel_err(got, want) <= TOL
+
+
+# -- conv2d (groups=1) -------------------------------------------------------------------
+CONVS = [  # n, c, h, w, oc, k, stride, pad
+    (1, 3, 16, 16, 16, 3, 1, 1),        # RGB input, fewer than 16 channels
+    (2, 24, 11, 13, 40, 3, 2, 1),       # channels not multiples of 16, stride 2, batch 2
+    (1, 20, 9, 9, 33, 1, 1, 0),         # 1x1
+    (1, 32, 8, 10, 16, 1, 2, 0),        # 1x1 stride 2
+    (1, 5, 23, 21, 8, 7, 2, 3),         # 7x7 stride 2 (a ResNet stem)
+    (1, 16, 17, 31, 16, 3, 1, 1),       # a row that needs width padding (31 columns)
+]
+
+
+@pytest.mark.parametrize("n,c,h,w,oc,k,s,p", CONVS, ids=[f"{c[1]}to{c[4]}k{c[5]}s{c[6]}"
+                                                           for c in CONVS])
+def test_conv_rule_matches_reference(n, c, h, w, oc, k, s, p, rng):
+    x, wt, bias = f32(rng, n, c, h, w), f32(rng, oc, c, k, k), f32(rng, 1, oc, 1, 1)
+    b = G()
+    y = b.op("relu", b.op("add", b.op("conv2d", b.input(x), b.const(wt), stride=(s, s),
+                                      padding=(p, p)), b.const(bias)))
+    cg = b.compile(y)
+    assert cg.pipeline == "cpu-rules" and cg.rules == ["conv"]
+    check(cg(x)[0], np.maximum(conv_ref(x, wt, (s, s), (p, p)) + bias, 0))
+
+
+def test_conv_with_runtime_weight_packs_it_in_the_graph(rng):
+    x, wt = f32(rng, 1, 24, 10, 10), f32(rng, 20, 24, 3, 3)
+    b = G()
+    cg = b.compile(b.op("conv2d", b.input(x), b.input(wt, "w"), padding=(1, 1)))
+    assert cg.rules == ["conv"]
+    check(cg(x, wt)[0], conv_ref(x, wt, padding=(1, 1)))
+
+
+def test_blocked_layout_persists_and_padded_channels_stay_zero(rng):
+    """24 and 40 channels leave 8 padded lanes per block; log(0) = -inf there would turn
+    the next conv into NaN if the epilogue did not keep padded channels at zero."""
+    x = f32(rng, 1, 3, 12, 12)
+    w1, w2, w3 = f32(rng, 24, 3, 3, 3), f32(rng, 40, 24, 1, 1), f32(rng, 40, 40, 3, 3)
+    mean, var = f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1, lo=0.5, hi=2.0)
+    gamma, beta = f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(w1), padding=(1, 1))
+    y = b.op("batch_norm", y, b.const(gamma), b.const(beta), b.const(mean), b.const(var))
+    y = b.op("log", b.op("add", b.op("abs", y), b.const(np.float32(0.5))))
+    z = b.op("sigmoid", b.op("conv2d", y, b.const(w2)))
+    out = b.op("relu", b.op("add", b.op("conv2d", z, b.const(w3), padding=(1, 1)), z))
+    cg = b.compile(out)
+    assert cg.rules == ["conv", "conv", "conv"]
+    r = conv_ref(x, w1, padding=(1, 1))
+    r = (r - mean) / np.sqrt(var.astype(np.float64) + 1e-5) * gamma + beta
+    r = 1 / (1 + np.exp(-conv_ref(np.log(np.abs(r) + 0.5), w2)))
+    check(cg(x)[0], np.maximum(conv_ref(r, w3, padding=(1, 1)) + r, 0))
+
+
+def test_value_with_two_users_stays_blocked(rng):
+    x, wt, scale = f32(rng, 1, 8, 9, 9), f32(rng, 20, 8, 3, 3), f32(rng, 1, 20, 1, 1)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(wt))
+    cg = b.compile(b.op("add", b.op("relu", y), b.op("mul", y, b.const(scale))))
+    assert "conv" in cg.rules and cg.rules.count("elementwise_nchw16c") == 3
+    r = conv_ref(x, wt)
+    check(cg(x)[0], np.maximum(r, 0) + r * scale)
+
+
+def _op_or_skip(name):
+    from megtrace.errors import UnsupportedOpError
+    try:
+        get(name)
+    except UnsupportedOpError:
+        pytest.skip(f"megtrace has no {name} op")
+
+
+@pytest.mark.parametrize("nonline", ["IDENTITY", "RELU", "SIGMOID"])
+def test_megengine_fused_oprs_fold_into_the_conv(nonline, rng):
+    """ConvBias and the FUSE_* Elemwise modes of optimized .mge files."""
+    _op_or_skip("conv_bias")
+    _op_or_skip("fuse_add_relu")
+    _op_or_skip("fuse_mul_add3")
+    x, wt, bias = f32(rng, 1, 8, 10, 10), f32(rng, 24, 8, 3, 3), f32(rng, 1, 24, 1, 1)
+    scale, shift = f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1)
+    b = G()
+    xv = b.input(x)
+    y = b.op("conv_bias", xv, b.const(wt), b.const(bias), padding=(1, 1), nonline=nonline)
+    y = b.op("fuse_mul_add3", y, b.const(scale), b.const(shift))
+    res = b.op("conv2d", xv, b.const(f32(rng, 24, 8, 1, 1)))
+    y = b.op("fuse_add_relu", y, res)
+    cg = b.compile(y)
+    assert cg.rules == ["conv", "conv"]
+    r = conv_ref(x, wt, padding=(1, 1)) + bias
+    r = {"IDENTITY": r, "RELU": np.maximum(r, 0), "SIGMOID": 1 / (1 + np.exp(-r))}[nonline]
+    w2 = b.g.consts[b.g.nodes[2].inputs[1]]
+    check(cg(x)[0], np.maximum(r * scale + shift + conv_ref(x, w2), 0))
+
+
+# -- depthwise ---------------------------------------------------------------------------
+@pytest.mark.parametrize("c,s", [(8, 1), (20, 2), (32, 1)])
+def test_depthwise_rule_after_conv(c, s, rng):
+    x, w1, dw = f32(rng, 2, 3, 14, 15), f32(rng, c, 3, 1, 1), f32(rng, c, 1, 1, 3, 3)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(w1))
+    y = b.op("clip", b.op("conv2d", y, b.const(dw), stride=(s, s), padding=(1, 1)),
+             lower=0.0, upper=6.0)
+    cg = b.compile(y)
+    assert cg.rules == ["conv", "depthwise"]
+    check(cg(x)[0], np.clip(conv_ref(conv_ref(x, w1), dw, (s, s), (1, 1)), 0, 6))
+
+
+def test_lone_nchw_depthwise_uses_the_default_loop(rng):
+    x, dw = f32(rng, 1, 16, 10, 10), f32(rng, 16, 1, 1, 3, 3)
+    b = G()
+    cg = b.compile(b.op("conv2d", b.input(x), b.const(dw), padding=(1, 1)))
+    assert cg.pipeline == "cpu-rules" and cg.rules == []
+    check(cg(x)[0], conv_ref(x, dw, padding=(1, 1)))
+
+
+# -- dense / matmul ----------------------------------------------------------------------
+DENSE = [  # a shape, weight shape, transpose_b
+    ((1, 512), (1000, 512), True),      # GEMV (nr = 40 chunks)
+    ((1, 64), (10, 64), True),          # GEMV narrower than a chunk
+    ((13, 37), (70, 37), True),         # GEMM, M and N not multiples of the 8x32 tile
+    ((64, 96), (96, 128), False),       # weight (K, N)
+    ((2, 5, 48), (24, 48), True),       # leading batch axes
+]
+
+
+@pytest.mark.parametrize("ashape,wshape,tb", DENSE, ids=["gemv", "gemv-narrow", "gemm-odd",
+                                                          "kn-weight", "batched"])
+def test_dense_rule_matches_reference(ashape, wshape, tb, rng):
+    a, wt = f32(rng, *ashape), f32(rng, *wshape)
+    n = wshape[0] if tb else wshape[1]
+    bias = f32(rng, n)
+    b = G()
+    y = b.op("matmul", b.input(a), b.const(wt), transpose_b=tb)
+    cg = b.compile(b.op("relu", b.op("add", y, b.const(bias))))
+    assert cg.rules == ["dense"]
+    w64 = wt.astype(np.float64)
+    check(cg(a)[0], np.maximum(a.astype(np.float64) @ (w64.T if tb else w64) + bias, 0))
+
+
+BMM = [  # a shape, b shape, transpose_a, transpose_b
+    ((12, 32, 16), (12, 32, 16), False, True),      # attention scores q @ k^T
+    ((12, 32, 32), (12, 32, 16), False, False),     # attention output p @ v
+    ((2, 3, 13, 17), (3, 17, 20), False, False),    # broadcast batch, odd M/N
+    ((2, 1, 17, 13), (4, 20, 17), True, True),      # both transposed, broadcast both ways
+    ((5, 7), (7, 40), False, False),                # plain 2-d, runtime weight
+]
+
+
+@pytest.mark.parametrize("ashape,bshape,ta,tb", BMM, ids=["qk", "pv", "bcast", "tt", "2d"])
+def test_matmul_rule_for_runtime_operands(ashape, bshape, ta, tb, rng):
+    a, c = f32(rng, *ashape), f32(rng, *bshape)
+    b = G()
+    y = b.op("matmul", b.input(a), b.input(c, "c"), transpose_a=ta, transpose_b=tb)
+    cg = b.compile(b.op("mul", y, b.const(np.float32(0.125))))
+    assert cg.rules == ["matmul"]
+    a64 = np.swapaxes(a, -1, -2) if ta else a
+    c64 = np.swapaxes(c, -1, -2) if tb else c
+    check(cg(a, c)[0], np.matmul(a64.astype(np.float64), c64) * 0.125)
+
+
+def test_integer_matmul_uses_the_default_path(rng):
+    a = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    c = rng.integers(-5, 5, (4, 6)).astype(np.int32)
+    b = G()
+    cg = b.compile(b.op("matmul", b.input(a), b.input(c, "c")))
+    assert cg.rules == []
+    assert np.array_equal(cg(a, c)[0], a @ c)
+
+
+# -- pooling and global reductions on NCHW16c --------------------------------------------
+@pytest.mark.parametrize("mode,k,s,p", [("max", 3, 2, 1), ("average", 2, 2, 0),
+                                        ("average_count_exclude_padding", 3, 1, 1)])
+def test_pool_stays_blocked(mode, k, s, p, rng):
+    x, wt = f32(rng, 1, 3, 13, 13), f32(rng, 20, 3, 3, 3)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(wt))
+    cg = b.compile(b.op("pool2d", y, mode=mode, kernel=(k, k), stride=(s, s), padding=(p, p)))
+    assert cg.rules == ["conv", "pool_nchw16c"]
+    r = conv_ref(x, wt)
+    fill = -np.inf if mode == "max" else 0.0
+    rp = np.pad(r, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=fill)
+    ones = np.pad(np.ones(r.shape[2:]), p)
+    oh = (rp.shape[2] - k) // s + 1
+    want = np.zeros(r.shape[:2] + (oh, oh))
+    for i in range(oh):
+        for j in range(oh):
+            win = rp[:, :, i * s:i * s + k, j * s:j * s + k]
+            if mode == "max":
+                want[:, :, i, j] = win.max(axis=(2, 3))
+            elif mode == "average":
+                want[:, :, i, j] = win.sum(axis=(2, 3)) / (k * k)
+            else:
+                want[:, :, i, j] = win.sum(axis=(2, 3)) / ones[i * s:i * s + k,
+                                                                j * s:j * s + k].sum()
+    check(cg(x)[0], want)
+
+
+@pytest.mark.parametrize("mode,keepdims", [("mean", False), ("max", True), ("sum", False)])
+def test_global_reduce_reads_blocked_input(mode, keepdims, rng):
+    x, wt = f32(rng, 2, 3, 9, 9), f32(rng, 24, 3, 3, 3)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(wt))
+    cg = b.compile(b.op("reduce", y, mode=mode, axis=(2, 3), keepdims=keepdims))
+    assert cg.rules == ["conv", "spatial_reduce_nchw16c"]
+    want = getattr(np, mode)(conv_ref(x, wt), axis=(2, 3), keepdims=keepdims)
+    check(cg(x)[0], want)
+
+
+@pytest.mark.parametrize("mode", ["average", "max"])
+def test_global_adaptive_pool_reads_blocked_input(mode, rng):
+    _op_or_skip("adaptive_pool2d")
+    x, wt = f32(rng, 1, 3, 7, 9), f32(rng, 40, 3, 1, 1)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(wt))
+    cg = b.compile(b.op("adaptive_pool2d", y, mode=mode, out=(1, 1)))
+    assert cg.rules == ["conv", "spatial_reduce_nchw16c"]
+    reduce = np.mean if mode == "average" else np.max
+    check(cg(x)[0], reduce(conv_ref(x, wt), axis=(2, 3), keepdims=True))
+
+
+# -- the generic rule --------------------------------------------------------------------
+def test_generic_rule_threads_and_vectorises_leftover_kernels(rng):
+    from relay_bridge._tvm import tvm
+    from relay_bridge.cpu.generic import schedule_generic
+    te = tvm().te
+    a = te.placeholder((64, 512), "float32", name="a")
+    b = te.compute((64, 512), lambda i, j: a[i, j] * 2.0 + 1.0, name="b")
+    k = te.reduce_axis((0, 512), "k")
+    c = te.compute((64,), lambda i: te.sum(b[i, k], axis=k), name="c")
+    sch = schedule_generic(te.create_prim_func([a, b]))
+    text = sch.mod.script()
+    assert "T.parallel" in text and "T.vectorized(16)" in text
+    sch = schedule_generic(te.create_prim_func([a, c]))
+    assert sch is not None                 # b inlined into the reduction, rows parallel
+    assert "T.parallel(64)" in sch.mod.script()
+
+
+def test_graph_without_anchors_is_correct(rng):
+    x = f32(rng, 4, 32, 40)
+    b = G()
+    y = b.op("softmax", b.op("exp", b.op("mul", b.input(x), b.const(np.float32(0.5)))),
+             axis=-1)
+    cg = b.compile(y)
+    assert cg.pipeline == "cpu-rules" and cg.rules == []
+    e = np.exp(np.exp(x.astype(np.float64) * 0.5))
+    check(cg(x)[0], e / e.sum(axis=-1, keepdims=True))
+
+
+# -- fallbacks -----------------------------------------------------------------------------
+def test_dilated_conv_falls_back_to_the_default_path(rng):
+    x, wt = f32(rng, 1, 4, 12, 12), f32(rng, 8, 4, 3, 3)
+    b = G()
+    cg = b.compile(b.op("conv2d", b.input(x), b.const(wt), dilation=(2, 2)))
+    assert cg.rules == []
+    xp = x.astype(np.float64)
+    want = np.einsum("nchw,oc->nohw", xp[:, :, 0:8, 0:8], wt[:, :, 0, 0])
+    for a in range(3):
+        for c in range(3):
+            if a or c:
+                want = want + np.einsum("nchw,oc->nohw", xp[:, :, 2 * a:2 * a + 8,
+                                                            2 * c:2 * c + 8], wt[:, :, a, c])
+    check(cg(x)[0], want)
+
+
+def test_a_failing_rule_falls_back_without_changing_results(rng, monkeypatch, caplog):
+    import relay_bridge.cpu.lower as cpu_lower
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated rule bug")
+    monkeypatch.setattr(cpu_lower, "conv2d_nchwc", broken)
+    x, wt = f32(rng, 1, 16, 8, 8), f32(rng, 16, 16, 3, 3)
+    b = G()
+    with caplog.at_level(logging.WARNING):
+        cg = b.compile(b.op("relu", b.op("conv2d", b.input(x), b.const(wt), padding=(1, 1))))
+    assert cg.pipeline == "cpu-rules" and cg.rules == []
+    assert "simulated rule bug" in caplog.text
+    check(cg(x)[0], np.maximum(conv_ref(x, wt, padding=(1, 1)), 0))
+
+
+def test_a_failing_rules_build_is_rebuilt_on_the_default_path(rng, monkeypatch, caplog):
+    import relay_bridge.cpu as cpu
+
+    def broken_pipeline(target):
+        raise RuntimeError("simulated pipeline bug")
+    monkeypatch.setattr(cpu, "cpu_pipeline", broken_pipeline)
+    x, wt = f32(rng, 1, 16, 8, 8), f32(rng, 16, 16, 1, 1)
+    b = G()
+    with caplog.at_level(logging.WARNING):
+        cg = b.compile(b.op("conv2d", b.input(x), b.const(wt)))
+    assert cg.pipeline == "default" and "simulated pipeline bug" in caplog.text
+    check(cg(x)[0], conv_ref(x, wt))
+
+
+def test_graph_errors_are_not_hidden_by_the_fallback(rng):
+    from megtrace.errors import UnsupportedOpError
+    b = G()
+    x = b.input(f32(rng, 1, 3, 2, 2))
+    ones, zeros = np.ones((1, 3, 1, 1), np.float32), np.zeros((1, 3, 1, 1), np.float32)
+    y = b.op("batch_norm_train", x, b.const(ones), b.const(zeros))   # eager only
+    with pytest.raises(UnsupportedOpError, match="batch_norm_train"):
+        b.compile(y)
+
+
+def test_rules_can_be_switched_off(rng, monkeypatch):
+    x, wt = f32(rng, 1, 16, 8, 8), f32(rng, 16, 16, 1, 1)
+    b = G()
+    y = b.op("conv2d", b.input(x), b.const(wt))
+    assert b.compile(y, rules=False).pipeline == "default"
+    monkeypatch.setenv("MEGTRACE_CPU_RULES", "0")
+    cg = compile_graph(b.g)
+    assert cg.pipeline == "default"
+    check(cg(x)[0], conv_ref(x, wt))
+
+
+def test_only_llvm_targets_take_the_rules(monkeypatch):
+    from relay_bridge.build import uses_cpu_rules
+    from relay_bridge.targets import resolve
+    monkeypatch.delenv("MEGTRACE_CPU_RULES", raising=False)
+    assert uses_cpu_rules(resolve(None))
+    assert not uses_cpu_rules(resolve("cuda-sm90"))
+    assert not uses_cpu_rules(resolve(None), rules=False)
+    monkeypatch.setenv("MEGTRACE_CPU_RULES", "off")
+    assert not uses_cpu_rules(resolve(None))
+
+
+# -- whole models --------------------------------------------------------------------------
+@pytest.mark.parametrize("model,shape,kinds", [
+    (MLP, (3, 64), {"dense"}),
+    (ConvNet, (2, 3, 32, 32), {"conv", "pool_nchw16c", "dense"}),
+    (GapNet, (2, 3, 16, 16), {"conv", "depthwise", "spatial_reduce_nchw16c", "dense"}),
+], ids=["mlp", "convnet", "gapnet"])
+def test_models_compiled_with_rules_match_eager(model, shape, kinds, rng):
+    net = randomize_bn(model(), rng).eval()
+    x = f32(rng, *shape)
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(data):
+        return net(data)
+    infer(mge.tensor(x))
+    cg = compile_graph(infer.graph)
+    assert cg.pipeline == "cpu-rules" and set(cg.rules) == kinds
+    check(cg(x)[0], net(mge.tensor(x)).numpy())
