@@ -19,43 +19,74 @@ from .targets import resolve
 
 @dataclass
 class CompiledGraph:
-    """A graph compiled by TVM: call it with NumPy arrays, get a list of NumPy arrays."""
+    """A graph compiled by TVM: call it with NumPy arrays, get a list of NumPy arrays.
+    The VM is created on first call, so graphs built for other machines (aarch64, CUDA
+    here) can still be inspected and exported."""
 
     graph: Graph
     target: Any
     executable: Any
     build_seconds: float
     rules: list[str] = field(default_factory=list)   # CPU rule kernels used (llvm only)
-    pipeline: str = "default"                         # "cpu-rules" or "default"
+    pipeline: str = "default"                         # "cpu-rules", "default", "fused", "plain"
+    kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
 
     def __post_init__(self):
         kind = self.target.kind.name
-        dev = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
-        self._device = dev
-        self._vm = relax().VirtualMachine(self.executable, dev)
-        self._main = self._vm["main"]
+        self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
+        self._main = None
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         t = tvm()
+        if self._main is None:
+            self._vm = relax().VirtualMachine(self.executable, self._device)
+            self._main = self._vm["main"]
         args = [t.runtime.tensor(a if a.flags.c_contiguous else a.copy(), self._device)
                 for a in arrays]
         result = self._main(*args)
         return [r.numpy() for r in result]
 
 
-def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
-                  ) -> CompiledGraph:
+@dataclass(frozen=True)
+class BuildOptions:
+    """How much a build may rewrite (trace's opt_level and graph_opt_config):
+
+    - opt_level 0: legalize only, one unscheduled kernel per op;
+    - 1: + constant folding and TVM's operator fusion;
+    - 2 (default): + megtrace's CPU rules on llvm targets (blocked layouts, hand schedules,
+      threads and vectors for every kernel);
+    - 3: 2 + MetaSchedule records from `tuning_dir` when given.
+    fuse_transpose / fuse_reduce: whether transposes and reductions may join fused kernels.
+    """
+
+    opt_level: int = 2
+    fuse_transpose: bool = True
+    fuse_reduce: bool = True
+    tuning_dir: str | None = None
+
+
+def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None,
+                  options: BuildOptions | None = None) -> CompiledGraph:
     """Lower `graph` to Relax and build it.
 
     On llvm targets the CPU rules (relay_bridge.cpu: blocked-layout conv, packed dense,
-    threads and vectors everywhere) are used unless `rules=False` or the environment has
-    MEGTRACE_CPU_RULES=0; other targets use TVM's default pipeline for their kind. If a
-    build with the rules fails, the graph is built again on the default path.
+    threads and vectors everywhere) are used unless `rules=False`, the environment has
+    MEGTRACE_CPU_RULES=0 or `options.opt_level` < 2; other targets use TVM's default
+    pipeline for their kind. If a build with the rules fails, the graph is built again on
+    the default path.
     """
     tgt = resolve(target)
+    options = options or BuildOptions()
+    if not 0 <= options.opt_level <= 3:
+        raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")
+    if options.opt_level < 2:
+        return _build_plain(graph, tgt, options)
+    if options.opt_level == 3 and options.tuning_dir is not None and tgt.kind.name == "llvm":
+        from .tuning import compile_tuned
+        return compile_tuned(graph, tgt, options.tuning_dir)
     if uses_cpu_rules(tgt, rules):
         try:
-            return _build_with_rules(graph, tgt)
+            return _build_with_rules(graph, tgt, options)
         except Exception as e:   # a bug in a rule must not stop a graph TVM can build
             if isinstance(e, MegtraceError) and not isinstance(e, CompileError):
                 raise            # the graph's own error (unsupported op, bad lowering)
@@ -63,10 +94,39 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
             logging.getLogger(__name__).warning(
                 "CPU rules failed to build the graph (%s: %s); using the default path",
                 type(e).__name__, first)
+    if tgt.kind.name == "llvm" and not (options.fuse_transpose and options.fuse_reduce):
+        return _build_plain(graph, tgt, options)
     start = time.perf_counter()
     mod = to_relax(graph)
     ex = _build(tgt, mod, relax().get_default_pipeline(tgt))
     return CompiledGraph(graph, tgt, ex, time.perf_counter() - start)
+
+
+def _build_plain(graph: Graph, tgt: Any, options: BuildOptions) -> CompiledGraph:
+    """opt_level 0/1 (and fusion limits without rules): TVM's CPU passes, chosen by level."""
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+    from .fusion_control import limit_fusion, record_kernels
+    t, rx = tvm(), relax()
+    kernels: list[str] = []
+    if options.opt_level == 0:
+        middle = [rx.transform.LegalizeOps(), record_kernels(kernels)]
+    else:
+        middle = [rx.transform.LegalizeOps(), rx.transform.AnnotateTIROpPattern(),
+                  limit_fusion(options.fuse_transpose, options.fuse_reduce),
+                  rx.transform.FoldConstant(), rx.transform.FuseOps(), rx.transform.FuseTIR(),
+                  record_kernels(kernels)]
+
+    @t.transform.module_pass(opt_level=0, name="MegtraceLeveledPipeline")
+    def pipeline(mod, _ctx):
+        with tgt:
+            return t.transform.Sequential(cpu.library_dispatch_passes(tgt) + middle
+                                          + cpu.dataflow_lower_passes(tgt)
+                                          + cpu.finalize_passes(tgt))(mod)
+
+    start = time.perf_counter()
+    ex = _build(tgt, to_relax(graph), pipeline)
+    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, [],
+                         "plain" if options.opt_level == 0 else "fused", kernels)
 
 
 def uses_cpu_rules(target: Any, rules: bool | None = None) -> bool:
@@ -77,12 +137,17 @@ def uses_cpu_rules(target: Any, rules: bool | None = None) -> bool:
     return bool(rules) and target.kind.name == "llvm"
 
 
-def _build_with_rules(graph: Graph, tgt: Any) -> CompiledGraph:
+def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions | None = None
+                      ) -> CompiledGraph:
     from .cpu import cpu_pipeline, to_relax_cpu
+    options = options or BuildOptions()
     start = time.perf_counter()
     mod, used = to_relax_cpu(graph)
-    ex = _build(tgt, mod, cpu_pipeline(tgt))
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, used, "cpu-rules")
+    kernels: list[str] = []
+    ex = _build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
+                                       fuse_reduce=options.fuse_reduce, kernels=kernels))
+    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, used, "cpu-rules",
+                         kernels)
 
 
 def _build(tgt: Any, mod: Any, pipeline: Any) -> Any:

@@ -36,3 +36,16 @@ def limit_fusion(fuse_transpose: bool = True, fuse_reduce: bool = True):
         return mod
 
     return _pass
+
+
+def record_kernels(into: list):
+    """A module pass that lists the module's TIR functions into `into` (the kernels)."""
+    t = tvm()
+
+    @t.transform.module_pass(opt_level=0, name="MegtraceRecordKernels")
+    def _pass(mod, _ctx):
+        into[:] = sorted(gv.name_hint for gv, f in mod.functions.items()
+                         if isinstance(f, t.tirx.PrimFunc))
+        return mod
+
+    return _pass

@@ -302,3 +302,45 @@ def test_memory_configs_say_they_change_nothing(rng):
         g = trace(lambda x: x * 2, sublinear_memory_config=SublinearMemoryConfig())
     x = _inputs(rng, (3,))
     assert rel_err(g(x).numpy(), x.numpy() * 2) <= 1e-6
+
+
+def _kernels(f):
+    (graph, compiled), = [e.compiled for e in f._entries.values()]
+    return compiled.kernels
+
+
+def test_opt_level_changes_the_build(rng):
+    x = _inputs(rng, (8, 16, 32))
+
+    def body(v):
+        return F.sum(F.relu(F.exp(v).transpose(0, 2, 1)) ** 2, axis=2)
+
+    want = body(x).numpy()
+    counts = {}
+    for level in (0, 1, 2, -2):
+        f = trace(body, symbolic=True, opt_level=level)
+        assert rel_err(f(x).numpy(), want) <= 1e-5
+        counts[level] = len(_kernels(f))
+    assert counts[0] > counts[1] >= counts[2]      # level 0 does not fuse
+
+
+def test_graph_opt_config_controls_fusion(rng):
+    from megtrace.jit import GraphOptimizationConfig
+    x = _inputs(rng, (8, 16, 32))
+
+    def body(v):
+        return F.sum(F.relu(F.exp(v).transpose(0, 2, 1)) * 2, axis=2)
+
+    def kernels(**flags):
+        cfg = GraphOptimizationConfig()
+        for k, v in flags.items():
+            setattr(cfg, k, v)
+        f = trace(body, symbolic=True, graph_opt_config=cfg)
+        assert rel_err(f(x).numpy(), body(x).numpy()) <= 1e-5
+        return _kernels(f)
+
+    default = kernels()
+    no_transpose = kernels(jit_fuse_dimshuffle=False)
+    no_reduce = kernels(jit_fuse_reduce=False)
+    assert "transpose" in no_transpose and "transpose" not in default
+    assert "sum" in no_reduce and "sum" not in default

@@ -49,8 +49,15 @@ class trace:
       those shapes (a per-shape cache: Python sees real shapes, so shape arithmetic is
       always right); False: a new shape raises TraceError.
     - `record_only`: records without computing; dump works, outputs have no value.
-    - `target` (megtrace's own): None/"llvm" for this machine, a preset name from
-      `relay_bridge.PRESETS`, or a TVM target dict.
+    - `opt_level`: 0 one unscheduled TVM kernel per op; 1 constant folding + TVM fusion;
+      2 (default) + megtrace's CPU rules; 3 + MetaSchedule records from `tuning_dir`
+      (or $MEGTRACE_TUNING_DIR); negative: the same level, first run checked against the
+      NumPy interpreter.
+    - `graph_opt_config`: jit_fuse_dimshuffle / jit_fuse_reduce allow or forbid fusing
+      transposes and reductions into neighbouring kernels (None: opt_level decides).
+    - `profiling`: `get_profile()` gives per-kernel timings of the last compiled run.
+    - `target` (megtrace's own): None for the inputs' device (this CPU), a preset name
+      from `relay_bridge.PRESETS`, or a TVM target dict.
     """
 
     def __new__(cls, function: Callable | None = None, **kwargs):
@@ -64,7 +71,7 @@ class trace:
                  dtr_config: DTRConfig | None = None, profiling: bool = False,
                  opt_level: int = 2, graph_opt_config: GraphOptimizationConfig | None = None,
                  symbolic_shape: bool = True, without_host: bool = False, *,
-                 target: Any = None):
+                 target: Any = None, tuning_dir: str | None = None):
         _check_type("sublinear_memory_config", sublinear_memory_config, SublinearMemoryConfig)
         _check_type("dtr_config", dtr_config, DTRConfig)
         _check_type("graph_opt_config", graph_opt_config, GraphOptimizationConfig)
@@ -90,6 +97,8 @@ class trace:
         self._symbolic_shape = symbolic_shape
         self._without_host = without_host
         self._target = target
+        self._tuning_dir = tuning_dir
+        self._checked = False
         self._entries: dict[Any, TraceEntry] = {}
         self._last_entry: TraceEntry | None = None
 
@@ -207,7 +216,7 @@ class trace:
             from relay_bridge import compile_graph
             graph = entry.exec_graph()
             target = self._target if self._target is not None else entry.target
-            entry.compiled = (graph, compile_graph(graph, target))
+            entry.compiled = (graph, compile_graph(graph, target, options=self._build_options()))
         graph, compiled = entry.compiled
         if not graph.outputs:
             return {}
@@ -217,7 +226,23 @@ class trace:
             values, self._profile = profile_run(compiled, arrays)
         else:
             values = compiled(*arrays)
+        if self._opt_level < 0 and not self._checked:
+            _check_against_interpreter(graph, arrays, values)
+            self._checked = True
         return dict(zip(graph.outputs, values))
+
+    def _build_options(self):
+        """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):
+        a negative level builds like its absolute value and checks the first compiled
+        run against the NumPy interpreter, as MegEngine checks its optimized graph."""
+        from relay_bridge.build import BuildOptions
+        level = abs(self._opt_level)
+        cfg = self._graph_opt_config or GraphOptimizationConfig()
+
+        def choose(flag):
+            return level >= 1 if flag is None else bool(flag)
+        return BuildOptions(level, choose(cfg.jit_fuse_dimshuffle), choose(cfg.jit_fuse_reduce),
+                            self._tuning_dir or os.environ.get("MEGTRACE_TUNING_DIR"))
 
     def get_profile(self) -> dict:
         """Per-kernel timings of the last compiled run (see relay_bridge.profile for the
@@ -350,6 +375,18 @@ def _names(what: str, given, default: list[str]) -> list[str]:
     if len(names) != len(default):
         raise ValueError(f"{what}: expected {len(default)} names, got {len(names)}: {names}")
     return [n if n is not None else d for n, d in zip(names, default)]
+
+
+def _check_against_interpreter(graph: Graph, arrays, values) -> None:
+    from ..errors import CompileError
+    from ..interpreter import run
+    want = run(graph, *arrays)
+    for name, got, ref in zip(graph.output_names, values, want):
+        ref64, got64 = np.asarray(ref, np.float64), np.asarray(got, np.float64)
+        err = np.abs(got64 - ref64).max() / max(np.abs(ref64).max(), 1e-30) if ref.size else 0
+        if not err <= 1e-3:
+            raise CompileError(f"trace: the compiled graph disagrees with the reference "
+                               f"interpreter on {name} (relative error {err:.3g})")
 
 
 def _check_type(name: str, value, cls) -> None:

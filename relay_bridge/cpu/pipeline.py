@@ -13,15 +13,24 @@ from .._tvm import tvm
 from .generic import GenericRule
 
 
-def cpu_pipeline(target: Any):
+def cpu_pipeline(target: Any, *, fuse_transpose: bool = True, fuse_reduce: bool = True,
+                 kernels: list | None = None):
+    """`fuse_transpose`/`fuse_reduce` (trace's graph_opt_config) limit TVM's fusion;
+    `kernels` collects the names of the fused TIR functions."""
     t = tvm()
     from tvm.relax.backend.cpu_generic import pipeline as cpu
     from tvm.s_tir.dlight import ApplyDefaultSchedule
+    from ..fusion_control import limit_fusion, record_kernels
+    rx = t.relax
 
     @t.transform.module_pass(opt_level=0, name="MegtraceCpuPipeline")
     def _pipeline(mod, _ctx):
         with target:
-            passes = (cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
+            legalize = [rx.transform.LegalizeOps(), rx.transform.AnnotateTIROpPattern(),
+                        limit_fusion(fuse_transpose, fuse_reduce), rx.transform.FoldConstant(),
+                        rx.transform.FuseOps(), rx.transform.FuseTIR(),
+                        record_kernels(kernels if kernels is not None else [])]
+            passes = (cpu.library_dispatch_passes(target) + legalize
                       + [ApplyDefaultSchedule(GenericRule())]
                       + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target))
             return t.transform.Sequential(passes)(mod)

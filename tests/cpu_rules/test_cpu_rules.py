@@ -345,7 +345,7 @@ def test_a_failing_rule_falls_back_without_changing_results(rng, monkeypatch, ca
 def test_a_failing_rules_build_is_rebuilt_on_the_default_path(rng, monkeypatch, caplog):
     import relay_bridge.cpu as cpu
 
-    def broken_pipeline(target):
+    def broken_pipeline(target, **kwargs):
         raise RuntimeError("simulated pipeline bug")
     monkeypatch.setattr(cpu, "cpu_pipeline", broken_pipeline)
     x, wt = f32(rng, 1, 16, 8, 8), f32(rng, 16, 16, 1, 1)
