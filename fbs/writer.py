@@ -350,14 +350,7 @@ def _build_opr(b, opr: _Opr, index: int, options: DumpOptions) -> tuple[int, int
         off, n = _build_tensor(b, t)
         tensors.append(off)
         nbytes += n
-    params = [(tables.union_index(tbl), _build_param(b, tbl, f)) for tbl, f in opr.params]
-    extra_types = extra = None
-    if len(params) > 1:
-        Operator.StartAdditionalParamsTypeVector(b, len(params) - 1)
-        for kind, _ in reversed(params[1:]):
-            b.PrependUint8(kind)
-        extra_types = b.EndVector()
-        extra = _offset_vector(b, Operator.StartAdditionalParamsVector, [o for _, o in params[1:]])
+    first, extra_types, extra = build_params(b, opr, Operator)
     type_str = b.CreateString(opr.type)
     name = b.CreateString(opr.name) if options.keep_opr_name else None
     inputs = _uint_vector(b, Operator.StartInputsVector, opr.inputs) if opr.inputs else None
@@ -368,9 +361,9 @@ def _build_opr(b, opr: _Opr, index: int, options: DumpOptions) -> tuple[int, int
     Operator.AddTypeId(b, type_id)
     if name is not None:
         Operator.AddName(b, name)
-    if params:
-        Operator.AddParamType(b, params[0][0])
-        Operator.AddParam(b, params[0][1])
+    if first is not None:
+        Operator.AddParamType(b, first[0])
+        Operator.AddParam(b, first[1])
     if extra is not None:
         Operator.AddAdditionalParamsType(b, extra_types)
         Operator.AddAdditionalParams(b, extra)
@@ -386,19 +379,34 @@ def _build_opr(b, opr: _Opr, index: int, options: DumpOptions) -> tuple[int, int
     return Operator.End(b), nbytes
 
 
-def _build_param(b, table: str, fields: dict) -> int:
-    return tables.build(b, table, fields)
+def build_params(b, opr: _Opr, operator_module) -> tuple:
+    """(first param (union type, offset) or None, additional types vector, additional
+    params vector): the first param goes to Operator.param, the rest to additional_params
+    (both container formats keep this split)."""
+    params = [(tables.union_index(tbl), tables.build(b, tbl, f)) for tbl, f in opr.params]
+    if len(params) <= 1:
+        return (params[0] if params else None), None, None
+    operator_module.StartAdditionalParamsTypeVector(b, len(params) - 1)
+    for kind, _ in reversed(params[1:]):
+        b.PrependUint8(kind)
+    types = b.EndVector()
+    offsets = _offset_vector(b, operator_module.StartAdditionalParamsVector,
+                             [o for _, o in params[1:]])
+    return params[0], types, offsets
+
+
+def user_info_bytes(options: DumpOptions) -> bytes:
+    """Metadata.user_info: pickle bytes (MegEngine stores them in a flatbuffer string)."""
+    if not options.enable_metadata:
+        return b""
+    if options.user_info_bytes is not None:
+        return options.user_info_bytes
+    return pickle.dumps(options.user_info)
 
 
 def _build_metadata(b, options: DumpOptions) -> int:
     from .generated import Metadata
-    if not options.enable_metadata:
-        info = b""
-    elif options.user_info_bytes is not None:
-        info = options.user_info_bytes
-    else:
-        info = pickle.dumps(options.user_info)
-    s = b.CreateString(info)
+    s = b.CreateString(user_info_bytes(options))
     Metadata.Start(b)
     if options.enable_metadata:
         Metadata.AddIsValid(b, True)

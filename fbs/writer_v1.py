@@ -8,15 +8,14 @@ type ids). Op identity, params and tensors are shared with FBS_V2 (writer.Emitte
 """
 from __future__ import annotations
 
-import pickle
 import struct
 
 import flatbuffers
 import numpy as np
 
-from . import tables
 from .oprs import unversioned_type_id, v1_type_id
-from .writer import COMP_NODE, MGE_VERSION, DumpOptions, Emitter, _build_dtype, _offset_vector
+from .writer import (COMP_NODE, MGE_VERSION, DumpOptions, Emitter, _build_dtype, _offset_vector,
+                     build_params, user_info_bytes)
 
 MAGIC_V1, MAGIC_V0 = 0x4342474D, 0x5342474D      # "MGBC", "MGBS"
 
@@ -85,14 +84,7 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
         if t.data is not None:
             Tensor.AddDataSize(b, size)
         tensors.append(Tensor.End(b))
-    params = [(tables.union_index(tbl), tables.build(b, tbl, f)) for tbl, f in opr.params]
-    extra_types = extra = None
-    if len(params) > 1:
-        Operator.StartAdditionalParamsTypeVector(b, len(params) - 1)
-        for kind, _ in reversed(params[1:]):
-            b.PrependUint8(kind)
-        extra_types = b.EndVector()
-        extra = _offset_vector(b, Operator.StartAdditionalParamsVector, [o for _, o in params[1:]])
+    first, extra_types, extra = build_params(b, opr, Operator)
     names = None
     if options.keep_var_name >= 2 or (options.keep_var_name == 1 and wanted & set(opr.outputs)):
         strings = [b.CreateString(em.names[i]) for i in opr.outputs]
@@ -107,9 +99,9 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
     opr_name = b.CreateString(opr.name) if options.keep_opr_name else None
     Operator.Start(b)
     Operator.AddTypeId(b, unversioned_type_id(opr.type) if compat_8_14 else v1_type_id(opr.type))
-    if params:
-        Operator.AddParamType(b, params[0][0])
-        Operator.AddParam(b, params[0][1])
+    if first is not None:
+        Operator.AddParamType(b, first[0])
+        Operator.AddParam(b, first[1])
     if inputs is not None:
         Operator.AddInputs(b, inputs)
     if names is not None:
@@ -129,13 +121,7 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
 
 def _metadata(b, options: DumpOptions) -> int:
     from .generated.v1 import Metadata
-    if not options.enable_metadata:
-        info = b""
-    elif options.user_info_bytes is not None:
-        info = options.user_info_bytes
-    else:
-        info = pickle.dumps(options.user_info)
-    s = b.CreateString(info)
+    s = b.CreateString(user_info_bytes(options))
     Metadata.Start(b)
     if options.enable_metadata:
         Metadata.AddIsValid(b, True)
