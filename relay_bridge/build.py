@@ -35,16 +35,41 @@ class CompiledGraph:
         kind = self.target.kind.name
         self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
         self._main = None
+        self._staging: dict[int, np.ndarray] = {}
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        t = tvm()
         if self._main is None:
             self._vm = relax().VirtualMachine(self.executable, self._device)
             self._main = self._vm["main"]
-        args = [t.runtime.tensor(a if a.flags.c_contiguous else a.copy(), self._device)
-                for a in arrays]
-        result = self._main(*args)
-        return [r.numpy() for r in result]
+        if self.target.kind.name != "llvm":
+            t = tvm()
+            args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
+            return [r.numpy() for r in self._main(*args)]
+        result = self._main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
+        # Copy out through DLPack (a VM may reuse its output storage on the next call).
+        return [np.from_dlpack(r).copy() for r in result]
+
+    def _host_tensor(self, slot: int, array: np.ndarray):
+        """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
+        zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
+        aligned staging buffer."""
+        array = np.asarray(array)
+        if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
+            buf = self._staging.get(slot)
+            if buf is None or buf.shape != array.shape or buf.dtype != array.dtype:
+                buf = _aligned_empty(array.shape, array.dtype)
+                self._staging[slot] = buf
+            np.copyto(buf, array)
+            array = buf
+        return tvm().runtime.from_dlpack(array)
+
+
+def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
 @dataclass(frozen=True)
