@@ -214,13 +214,15 @@ _FUSED = [  # name,        arity, numpy,                                 relax, 
 ]
 
 
-def _nary_infer(name):
-    def infer(*ts: TensorType) -> TensorType:
+def _nary_infer(name, arity):
+    def infer_all(*ts: TensorType) -> TensorType:
         dtype = same_dtype(name, *ts)
         return TensorType(broadcast_shapes(name, *(t.shape for t in ts)), dtype)
-    return infer
+    if arity == 2:
+        return lambda a, b: infer_all(a, b)
+    return lambda a, b, c: infer_all(a, b, c)
 
 
 for _name, _arity, _fn, _lower, _mode in _FUSED:
-    register(OpDef(_name, eager=_typed(_fn), infer=_nary_infer(_name),
+    register(OpDef(_name, eager=_typed(_fn), infer=_nary_infer(_name, _arity),
                    lower=lambda L, *xs, _l=_lower: _l(L.R, *xs), mge=_elemwise(_mode)))

@@ -82,6 +82,11 @@ class OpDef:
         return tuple((k, _freeze(merged[k])) for k in self.params)
 
     def infer_types(self, types: Sequence[Any], kwargs: dict) -> tuple:
+        lo, hi = _arity(self.infer)
+        if not lo <= len(types) <= hi:
+            want = f"{lo}" if lo == hi else f"at least {lo}" if hi == float("inf") else \
+                f"{lo} to {hi}"
+            raise TypeError(f"{self.name}: expected {want} tensor input(s), got {len(types)}")
         out = self.infer(*types, **kwargs)
         return out if isinstance(out, tuple) else (out,)
 
@@ -91,6 +96,17 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
+
+
+def _arity(fn) -> tuple[int, float]:
+    """(min, max) positional tensor inputs a shape rule takes."""
+    import inspect
+    params = inspect.signature(fn).parameters.values()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(1 for p in positional if p.default is p.empty)
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return max(required, 1), float("inf")
+    return required, len(positional)
 
 
 def _freeze(value: Any) -> Any:

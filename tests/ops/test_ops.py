@@ -67,3 +67,14 @@ def test_bad_arguments_raise_clear_errors(op_name, shapes, params, error, words)
 def test_unknown_parameter_is_rejected():
     with pytest.raises(TypeError, match="unexpected parameter"):
         get("conv2d").bind({"strides": 2})
+
+
+@pytest.mark.parametrize("op", all_ops(), ids=lambda op: op.name)
+def test_every_op_names_itself_in_argument_errors(op):
+    """Wrong input counts and unknown parameters name the op and what it expected."""
+    wrong = [] if op.name == "concat" else [TensorType((2, 2), "float32")] * 8
+    with pytest.raises(TypeError, match=rf"^{op.name}: expected .* tensor input\(s\), "
+                                        rf"got {len(wrong)}"):
+        op.infer_types(wrong, dict(op.bind({})))
+    with pytest.raises(TypeError, match=rf"^{op.name}: unexpected parameter"):
+        op.bind({"no_such_parameter": 1})
