@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_models.py [--quick] [--models mlp,resnet18]
                                            [--batches 1,8] [--threads 1,2]
+                                           [--tune-trials 16]
     .venv/bin/python bench/bench_models.py --prepare-bench-env   # torch + onnxruntime
 
 For every model, batch and thread count: the median latency of megtrace
@@ -12,6 +13,12 @@ megtrace's (>1: megtrace is faster); megtrace's GFLOP/s and its share of 230 GFL
 (2-core AVX-512 FMA peak); megtrace's build time and peak memory; the largest
 relative difference of each runtime's output from megtrace's. Last, the per-call
 overhead of a tiny traced MLP on the without_host=True and the replay paths.
+
+--tune-trials N (N > 0) adds two columns: per model, batch and thread count,
+relay_bridge.tuning.tune (N trials per task, in its own process, records in
+<work dir>/tune-<model>-b<batch>) and then compile_tuned timed like megtrace:
+"tuned ms" with megtrace's (rules only) time divided by it (>1: tuning helped), and
+"tune s", the time tuning took.
 
 Every runtime runs in its own process (thread pools cannot be resized once started,
 and an idle pool spinning on 2 vCPUs slows the next runtime). torch and ONNX Runtime
@@ -151,10 +158,29 @@ def bench_case(name, batch, threads, files, args, pythons) -> dict:
         r["err"] = rel_err(res_file, ref) if rt != "megtrace" else 0.0
         out[rt] = r
         time.sleep(0.2)
+    if args.tune_trials:
+        out.update(tune_case(name, batch, threads, files, args))
     return out
 
 
-def fmt_row(row: dict) -> str:
+def tune_case(name, batch, threads, files, args) -> dict:
+    """MetaSchedule tuning in one process, then the tuned build timed in another."""
+    tune_dir = Path(args.work_dir_path) / f"tune-{name}-b{batch}"
+    cfg = dict(files, min_time=args.min_time, target="llvm", tune_dir=tune_dir,
+               threads=threads, trials=args.tune_trials)
+    tuned = run_worker(sys.executable, "worker_megtrace.py", dict(cfg, mode="tune"),
+                       threads, args.tune_timeout)
+    if "error" in tuned:
+        return {"tune": tuned, "tuned": {"error": "tuning failed"}}
+    time.sleep(0.2)
+    res_file = files["model_file"].with_name(f"out_tuned_t{threads}.npy")
+    r = run_worker(sys.executable, "worker_megtrace.py",
+                   dict(cfg, mode="tuned", out=res_file), threads, args.timeout)
+    r["err"] = rel_err(res_file, files["model_file"].with_name(f"out_megtrace_t{threads}.npy"))
+    return {"tune": tuned, "tuned": r}
+
+
+def fmt_row(row: dict, tune: bool = False) -> str:
     def ms(rt):
         r = row.get(rt, {})
         return "err" if "error" in r else (f"{r['median_ms']:.3f}" if "median_ms" in r else "-")
@@ -173,16 +199,28 @@ def fmt_row(row: dict) -> str:
         r = row.get(rt, {})
         ratio = f"{r['median_ms'] / base:.2f}x" if base and "median_ms" in r else "-"
         cells += [f"{ms(rt):>9}", f"{ratio:>7}"]
-    errs = [row.get(rt, {}).get("err") for rt in ("lite", "torch", "onnxruntime")]
+    if tune:
+        r = row.get("tuned", {})
+        cell = ms("tuned")
+        if base and "median_ms" in r:
+            cell += f" ({base / r['median_ms']:.2f}x)"
+        ts = row.get("tune", {}).get("tune_s")
+        cells += [f"{cell:>22}", f"{'err' if ts is None else f'{ts:.0f}':>6}"]
+    errs = [row.get(rt, {}).get("err") for rt in ("lite", "torch", "onnxruntime", "tuned")]
     worst = max((e for e in errs if e is not None), default=None)
     cells += [f"{row.get('build_s', '-'):>7}", f"{row.get('build_peak_mb', '-'):>8}",
               f"{worst:.1e}" if worst is not None else "-"]
     return " ".join(cells)
 
 
-HEADER = (f"{'model':<12} {'b':>2} {'t':>2} {'mt ms':>9} {'GFLOP/s':>7} {'%peak':>6} "
-          f"{'lite ms':>9} {'/mt':>7} {'torch ms':>9} {'/mt':>7} {'ort ms':>9} {'/mt':>7} "
-          f"{'build s':>7} {'peak MB':>8} {'max err'}")
+def header(tune: bool = False) -> str:
+    tuned = f"{'tuned ms (rules/tuned)':>22} {'tune s':>6} " if tune else ""
+    return (f"{'model':<12} {'b':>2} {'t':>2} {'mt ms':>9} {'GFLOP/s':>7} {'%peak':>6} "
+            f"{'lite ms':>9} {'/mt':>7} {'torch ms':>9} {'/mt':>7} {'ort ms':>9} {'/mt':>7} "
+            f"{tuned}{'build s':>7} {'peak MB':>8} {'max err'}")
+
+
+HEADER = header()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,11 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="per worker")
     ap.add_argument("--work-dir", default=None, help="keep models/weights/outputs here")
     ap.add_argument("--json", default=None, help="also write every result here")
+    ap.add_argument("--tune-trials", type=int, default=0,
+                    help="also tune each model (trials per task) and time the tuned build; "
+                         "0: no tuning")
+    ap.add_argument("--tune-timeout", type=float, default=3600.0,
+                    help="per tuning worker")
     ap.add_argument("--bench-python", default=None,
                     help="a Python with torch and onnxruntime")
     ap.add_argument("--prepare-bench-env", action="store_true",
                     help=f"create {BENCH_ENV} with {' '.join(BENCH_PACKAGES)} and exit")
     args = ap.parse_args(argv)
+    if args.tune_trials < 0:
+        ap.error("--tune-trials: expected 0 (no tuning) or a positive number of trials")
     if args.prepare_bench_env:
         print(f"bench environment ready: {prepare_bench_env()}")
         return 0
@@ -218,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     thread_counts = [int(t) for t in args.threads.split(",")]
     pythons = {"bench": bench_python(args.bench_python)}
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="mt-bench-"))
+    args.work_dir_path = work
     print(f"megtrace benchmark: {os.cpu_count()} CPUs, peak {PEAK:.0f} GFLOP/s; torch/ORT "
           f"python: {pythons['bench'] or 'none'}; files in {work}", flush=True)
     busy = busy_cpus()
@@ -226,7 +272,12 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     start = time.perf_counter()
     rows = []
-    print(HEADER, flush=True)
+    tuning = args.tune_trials > 0
+    if tuning:
+        print(f"tuning: {args.tune_trials} trials per task; 'tuned ms (rules/tuned)': "
+              f"compile_tuned's latency and megtrace's (rules only) divided by it; "
+              f"'tune s': tuning time", flush=True)
+    print(header(tuning), flush=True)
     for name in models:
         for batch in batches:
             files = prepare(name, batch, work / f"{name}_b{batch}")
@@ -238,12 +289,18 @@ def main(argv: list[str] | None = None) -> int:
                 for key in ("flops", "build_s", "build_peak_mb", "pipeline"):
                     row[key] = mt.get(key, first.get(key) if first else None)
                 rows.append(row)
-                print(fmt_row(row), flush=True)
+                print(fmt_row(row, tuning), flush=True)
     for row in rows:
-        for rt in args.runtimes:
+        for rt in args.runtimes + (["tune", "tuned"] if tuning else []):
             if "error" in row.get(rt, {}):
                 print(f"  {row['model']} b{row['batch']} t{row['threads']} {rt}: "
                       f"{row[rt]['error']}")
+    for row in rows if tuning else []:
+        t = row.get("tune", {})
+        if "error" not in t:
+            print(f"  {row['model']} b{row['batch']} t{row['threads']} tuning: "
+                  f"{t.get('tasks')} tasks, {t.get('total_trials')} trials, "
+                  f"{t.get('kept')} records kept" + (f"; {t['note']}" if t.get("note") else ""))
     over = run_worker(sys.executable, "worker_megtrace.py",
                       {"mode": "overhead", "min_time": args.min_time}, max(thread_counts),
                       args.timeout)

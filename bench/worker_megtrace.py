@@ -6,6 +6,8 @@ that TVM_NUM_THREADS, set by the coordinator before TVM loads, is the thread cou
 mode "model": load the .mge with megtrace.load_graph, build it with compile_graph
 (or load the library an earlier run exported), time the VM on device tensors, save
 the output. mode "overhead": per-call cost of a tiny traced MLP on each call path.
+mode "tune": relay_bridge.tuning.tune on the model (records into cfg["tune_dir"]).
+mode "tuned": build it with compile_tuned from those records and time it like "model".
 """
 from __future__ import annotations
 
@@ -49,6 +51,38 @@ def run_model(cfg: dict) -> None:
     emit(median_ms=secs * 1e3, iters=n, threads=t.runtime.num_threads(), **result)
 
 
+def run_tune(cfg: dict) -> None:
+    from megtrace import load_graph
+    from relay_bridge.tuning import tune
+    graph = load_graph(cfg["model_file"]).graph
+    s = tune(graph, cfg.get("target", "llvm"), work_dir=cfg["tune_dir"],
+             trials=int(cfg["trials"]), num_threads=int(cfg["threads"]), progress=False)
+    emit(tune_s=round(s.seconds, 2), total_trials=s.total_trials, tasks=len(s.tasks),
+         kept=sum(1 for t in s.tasks if t.kept), untuned_ms=s.untuned_ms,
+         tuned_ms=s.tuned_ms, note=s.note, summary=str(s))
+
+
+def run_tuned(cfg: dict) -> None:
+    from megtrace import load_graph
+    from relay_bridge._tvm import relax, tvm
+    from relay_bridge.tuning import compile_tuned
+    t = tvm()
+    x = np.load(cfg["inputs"])["data"]
+    graph = load_graph(cfg["model_file"]).graph
+    # num_threads: the records are stored per target, and tune's target has
+    # "num-cores" = the thread count it was given
+    compiled = compile_tuned(graph, cfg.get("target", "llvm"), cfg["tune_dir"],
+                             num_threads=int(cfg["threads"]))
+    dev = t.cpu(0)
+    main = relax().VirtualMachine(compiled.executable, dev)["main"]
+    arg = t.runtime.tensor(x, dev)
+    out = main(arg)[0].numpy()
+    np.save(cfg["out"], out)
+    secs, n = median_seconds(lambda: main(arg), cfg.get("min_time", 1.0))
+    emit(median_ms=secs * 1e3, iters=n, threads=t.runtime.num_threads(),
+         build_s=round(compiled.build_seconds, 2), pipeline=compiled.pipeline)
+
+
 def run_overhead(cfg: dict) -> None:
     import megtrace as mge
     from megtrace.jit import trace
@@ -78,4 +112,5 @@ def run_overhead(cfg: dict) -> None:
 
 if __name__ == "__main__":
     config = json.loads(sys.argv[1])
-    (run_overhead if config.get("mode") == "overhead" else run_model)(config)
+    {"overhead": run_overhead, "tune": run_tune,
+     "tuned": run_tuned}.get(config.get("mode"), run_model)(config)
