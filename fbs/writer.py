@@ -20,6 +20,7 @@ from megtrace.ops import MgeChoice, MgeComposite, MgeOpr
 from . import tables
 from .compat import CONVERTERS, CompatEmitter
 from .oprs import identity
+from .strip_info import strip_info
 
 MGE_VERSION = 101300          # MegEngine 1.13.0: what we claim to be compatible with
 MODEL_VERSION = 2
@@ -261,25 +262,6 @@ def serialize(em: Emitter, out_ids: list[int], options: DumpOptions) -> tuple[by
     Model.AddMetadata(b, meta)
     b.FinishSizePrefixed(Model.End(b), b"mgv2")
     return bytes(b.Output()), value_bytes
-
-
-# C++ class names MegEngine reports in strip-info JSON, where they differ from the
-# serialized type with its version suffix removed.
-_CLASS_NAMES = {"Convolution": "ConvolutionForward", "PoolingV1": "PoolingForward",
-                "AdaptivePoolingV1": "AdaptivePoolingForward", "BatchNormV1": "BatchNormForward",
-                "Softmax": "SoftmaxForward", "LayerNorm": "LayerNormForward",
-                "ConvBiasForward": "ConvBiasForward", "ResizeV2": "ResizeForward"}
-_DTYPE_NAMES = {"float32": "Float32", "float16": "Float16", "int32": "Int32", "int8": "Int8",
-                "uint8": "Uint8", "int16": "Int16", "bool": "Bool", "uint16": "Uint16"}
-
-
-def strip_info(em: Emitter) -> dict:
-    """MegEngine's `get_info_for_strip` JSON for what was asked to be written."""
-    import re
-    types = {_CLASS_NAMES.get(t, re.sub(r"V\d$", "", t)) for t in em.requested_types}
-    return {"dtypes": sorted({_DTYPE_NAMES[d] for d in em.dtypes.values()}),
-            "elemwise_modes": sorted(m.rstrip("_") for m in em.requested_modes),
-            "opr_types": sorted(types)}
 
 
 def _offset_vector(b, start, offsets: list[int]) -> int:

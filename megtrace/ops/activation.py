@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..ir import TensorType
 from ._rules import norm_axis
 from .registry import MgeComposite, MgeOpr, OpDef, register
 

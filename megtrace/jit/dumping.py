@@ -1,0 +1,143 @@
+"""`trace.dump`: MegEngine's dump of a traced function (the method's body lives here to
+keep tracing.py about tracing). Options, defaults and errors follow MegEngine 1.13."""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from ..errors import TraceError
+from ..ir import Graph
+
+_OPTIMIZE_FLAGS = ("enable_io16xc32", "enable_ioc16", "enable_hwcd4", "enable_nchw4",
+                   "enable_nchw88", "enable_nchw32", "enable_nchw44", "enable_nchw44_dot",
+                   "enable_chwn4", "enable_nchw64", "enable_fuse_conv_bias_nonlinearity",
+                   "enable_fuse_conv_bias_with_z", "enable_fuse_preprocess",
+                   "enable_fuse_grain", "enable_weight_preprocess")
+
+
+def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = False,
+               keep_var_name: int = 1, keep_opr_name: bool = False,
+               keep_param_name: bool = False, keep_opr_priority: bool = False,
+               no_change_graph: bool = False, strip_info_file=None, append_json: bool = False,
+               optimize_for_inference: bool = True, user_info: Any = None,
+               enable_metadata: bool = True, input_data=None, repeat: int = 1,
+               silent: bool = False, no_assert: bool = False, maxerr: float = 1e-4,
+               resize_input: bool = False, input_transform=None,
+               dump_format: str | None = None, model_version: int = 2,
+               compat_older_version: str | None = None, **kwargs):
+    import pickle
+
+    from ..dump import Metadata, VarNode, dump_graph
+
+    unknown = sorted(set(kwargs) - set(_OPTIMIZE_FLAGS))
+    if unknown:
+        raise ValueError(f"unknown options: {unknown}")
+    if input_data is not None and dump_format not in (None, "FBS_V2"):
+        raise ValueError("input_data needs dump_format='FBS_V2': load_and_run reads "
+                         "testcases in the main model's format")
+    supported = ("enable_fuse_grain", "enable_fuse_conv_bias_nonlinearity")
+    flags = sorted(k for k, v in kwargs.items() if v and k not in supported)
+    if optimize_for_inference and flags:
+        raise NotImplementedError(f"dump: optimize_for_inference options {flags} are not "
+                                  "supported yet")
+    if compat_older_version is not None and (no_change_graph or dump_format != "FBS"):
+        raise ValueError("compat_older_version='8.14' requires no_change_graph=False and "
+                         "dump_format='FBS'")
+    if not self._capture_as_const:
+        raise ValueError("you must specify capture_as_const=True at __init__ to use dump")
+    if not self._entries:
+        raise TraceError("trace: call the traced function once before dump()")
+    entry = next(iter(self._entries.values()))
+    graph = entry.graph
+    if not graph.outputs:
+        raise ValueError("the traced function without return values cannot be dumped, "
+                         "the function should return at least one Tensor")
+    if isinstance(entry.out_tree, tuple) and entry.out_tree[0] is dict and output_names:
+        raise TypeError("output_names is not supported when the traced function returns "
+                        "a dict; its keys name the outputs")
+    in_names = _names("arg_names", arg_names, [n for n, _ in entry.args])
+    default_out = list(entry.out_tree[1]) if isinstance(entry.out_tree, tuple) and \
+        entry.out_tree[0] is dict else graph.output_names
+    out_names = _names("output_names", output_names, default_out)
+    if len(set(in_names)) != len(in_names) or "" in in_names:
+        raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
+    optimize_options = 0
+    if optimize_for_inference:
+        graph, optimize_options = _optimized(graph, kwargs)
+    meta = Metadata(is_valid=bool(enable_metadata),
+                    user_info=pickle.dumps(user_info) if enable_metadata else None,
+                    optimize_options=optimize_options)
+    if len(set(out_names)) != len(out_names):
+        raise ValueError(f"output_names must be unique; got {out_names}")
+    cases = []
+    if input_data is not None:
+        from .testcases import make_testcases, with_assertions
+        cases = make_testcases(graph, in_names, out_names, input_data, repeat,
+                               resize_input, input_transform, no_assert)
+        if not no_assert:
+            graph, in_names, out_names = with_assertions(graph, in_names, out_names,
+                                                         maxerr, not silent)
+    outputs = {name: VarNode(graph, var, name) for name, var in zip(out_names, graph.outputs)}
+    data, result = dump_graph(outputs, keep_var_name=keep_var_name,
+                              keep_opr_name=keep_opr_name, keep_param_name=keep_param_name,
+                              keep_opr_priority=keep_opr_priority,
+                              no_change_graph=no_change_graph,
+                              strip_info_file=strip_info_file, append_json=append_json,
+                              metadata=meta, dump_format=dump_format,
+                              model_version=model_version,
+                              compat_older_version=compat_older_version,
+                              input_names=in_names)
+    if input_data is not None:
+        from fbs.testcases import write_container
+        data = write_container(data, cases, in_names)
+    _write_atomic(file, data, append)
+    return result
+
+
+def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
+    """optimize_for_inference through TVM (relay_bridge.optimize); a graph it cannot bring
+    back from Relax is written unoptimized, with a warning and no optimize_options."""
+    import warnings
+
+    from relay_bridge.optimize import optimize_for_inference
+    from ..errors import UnsupportedOpError
+    try:
+        return optimize_for_inference(
+            graph, fuse_conv_bias_nonlinearity=bool(kwargs.get("enable_fuse_conv_bias_nonlinearity")),
+            fuse_grain=bool(kwargs.get("enable_fuse_grain", True)))
+    except UnsupportedOpError as e:
+        warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
+                      "traced", stacklevel=3)
+        return graph, 0
+
+
+def _names(what: str, given, default: list[str]) -> list[str]:
+    if given is None:
+        return list(default)
+    names = [given] if isinstance(given, str) else list(given)
+    if len(names) != len(default):
+        raise ValueError(f"{what}: expected {len(default)} names, got {len(names)}: {names}")
+    return [n if n is not None else d for n, d in zip(names, default)]
+
+
+def _write_atomic(file, data: bytes, append: bool) -> None:
+    """Write all or nothing: a path gets a temp file renamed into place."""
+    if hasattr(file, "write"):
+        file.write(data)
+        return
+    path = os.fspath(file)
+    folder = os.path.dirname(os.path.abspath(path))
+    old = b""
+    if append and os.path.exists(path):
+        with open(path, "rb") as f:
+            old = f.read()
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".megtrace-dump-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(old + data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
