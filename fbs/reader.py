@@ -178,7 +178,8 @@ def _read_param(members: dict[int, str], kind: int, tab, buf: bytes) -> tuple[st
     return table, tables.read(table, buf, tab.Pos)
 
 
-def _read_tensor(t, chk: _Checker) -> TensorValue:
+def tensor_header(t, chk: _Checker) -> tuple[str | None, tuple[int, ...], str, int]:
+    """(name, shape, dtype, bytes its data must have) of a Tensor table (both formats)."""
     shape = tuple(t.Shape(j) for j in range(chk.vec("tensor shape", t.ShapeLength(), 4)))
     dt = t.Dtype()
     enum = dt.Type() if dt is not None else 0
@@ -186,10 +187,14 @@ def _read_tensor(t, chk: _Checker) -> TensorValue:
         raise FormatError(f"tensor dtype {enum} (MegEngine DTypeEnum) is not supported")
     dtype = _dt.BY_MGE_ENUM[enum].name
     name = t.Name().decode("utf-8", "replace") if t.Name() else None
+    return name, shape, dtype, int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+
+
+def _read_tensor(t, chk: _Checker) -> TensorValue:
+    name, shape, dtype, expected = tensor_header(t, chk)
     data = None
     if not t.DataIsNone():
         n = chk.vec("tensor data", t.DataLength(), 1)
-        expected = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
         if n != expected:
             raise FormatError(f"tensor {name or ''} {shape} {dtype} needs {expected} bytes of "
                               f"data, the file holds {n}")

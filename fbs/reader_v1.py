@@ -9,12 +9,11 @@ import struct
 
 import numpy as np
 
-from megtrace import dtype as _dt
 from megtrace.errors import FormatError
 
 from . import tables
 from .oprs import name_of_v1
-from .reader import Metadata, ModelFile, Opr, TensorValue, _Checker
+from .reader import Metadata, ModelFile, Opr, TensorValue, _Checker, tensor_header
 
 MAGIC_V1, MAGIC_V0 = 0x4342474D, 0x5342474D
 
@@ -109,18 +108,11 @@ def _read(buf: bytes) -> ModelFile:
 
 
 def _tensor(t, buf: bytes, cursor: int, end: int, chk) -> tuple[TensorValue, int]:
-    shape = tuple(t.Shape(j) for j in range(chk.vec("tensor shape", t.ShapeLength(), 4)))
-    dt = t.Dtype()
-    enum = dt.Type() if dt is not None else 0
-    if enum not in _dt.BY_MGE_ENUM:
-        raise FormatError(f"tensor dtype {enum} (MegEngine DTypeEnum) is not supported")
-    dtype = _dt.BY_MGE_ENUM[enum].name
-    name = t.Name().decode("utf-8", "replace") if t.Name() else None
+    name, shape, dtype, expected = tensor_header(t, chk)
     size = t.DataSize()
     if not size:
         return TensorValue(name, shape, dtype, None), cursor
     cursor += t.Offset()
-    expected = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
     if size != expected or cursor + size > end:
         raise FormatError(f"tensor {name or ''} {shape} {dtype}: data size {size} does not fit "
                           f"(expected {expected} bytes at offset {cursor})")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .._tvm import tvm
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import parallel_if, scheduled_func, vectorize_inner
+from .primfunc import schedule_register_tile, scheduled_func
 
 GEMM_MR, GEMM_NR, GEMV_NR = 8, 32, 64
 
@@ -72,20 +72,6 @@ def dense_packed(shape: DenseShape, epilogue: Epilogue | None = None):
     def schedule(sch):
         blk = sch.get_sblock("dense")
         i, j, kk = sch.get_loops(blk)
-        io, ii = sch.split(i, [None, mr])
-        jo, ji = sch.split(j, [None, nr])
-        ko, kin = sch.split(kk, [None, ku])
-        sch.reorder(jo, io, ko, kin, ii, ji)
-        par = sch.fuse(jo, io)
-        parallel_if(sch, par, shape.flops // 2)
-        sch.set_scope(blk, 0, "local")
-        o = sch.get_sblock("out")
-        sch.reverse_compute_at(o, par)
-        sch.vectorize(ji)
-        sch.unroll(ii)
-        sch.unroll(kin)
-        init = sch.decompose_reduction(blk, ko)
-        vectorize_inner(sch, init, par)
-        vectorize_inner(sch, o, par)
+        schedule_register_tile(sch, blk, [], i, j, kk, mr, nr, ku, shape.flops)
 
     return scheduled_func([a, b, *vectors, *tensors, out], schedule, "dense_packed")

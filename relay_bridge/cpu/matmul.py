@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .._tvm import tvm
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import parallel_if, scheduled_func, vectorize_inner
+from .primfunc import parallel_if, schedule_register_tile, scheduled_func
 
 MR, NR = 8, 32
 
@@ -121,21 +121,7 @@ def batch_matmul(shape: MatmulShape, epilogue: Epilogue | None = None):
         blk = sch.get_sblock("matmul")
         loops = sch.get_loops(blk)
         batch, (i, j, kk) = loops[:-3], loops[-3:]
-        io, ii = sch.split(i, [None, mr])
-        jo, ji = sch.split(j, [None, nr])
-        ko, kin = sch.split(kk, [None, ku])
-        sch.reorder(*batch, jo, io, ko, kin, ii, ji)
-        par = sch.fuse(*batch, jo, io)
-        parallel_if(sch, par, shape.flops // 2)
-        sch.set_scope(blk, 0, "local")
-        o = sch.get_sblock("out")
-        sch.reverse_compute_at(o, par)
-        sch.vectorize(ji)
-        sch.unroll(ii)
-        sch.unroll(kin)
-        init = sch.decompose_reduction(blk, ko)
-        vectorize_inner(sch, init, par)
-        vectorize_inner(sch, o, par)
+        schedule_register_tile(sch, blk, list(batch), i, j, kk, mr, nr, ku, shape.flops)
 
     return scheduled_func([a, b, *vectors, *tensors, out], schedule, "batch_matmul")
 

@@ -65,3 +65,26 @@ def vectorize_inner(sch: Any, block: Any, above: Any) -> None:
         sch.vectorize(loops[-1])
     for lp in loops[:-1]:
         sch.unroll(lp)
+
+
+def schedule_register_tile(sch, blk, batch: list, i, j, kk, mr: int, nr: int, ku: int,
+                           flops: int) -> None:
+    """The packed-GEMM micro-kernel shared by dense and matmul: an mr x nr accumulator
+    tile in registers, k unrolled by ku, parallel over (batch, column, row) blocks, the
+    epilogue ("out") computed per tile. vectorize/unroll come before
+    decompose_reduction, as s_tir requires."""
+    io, ii = sch.split(i, [None, mr])
+    jo, ji = sch.split(j, [None, nr])
+    ko, kin = sch.split(kk, [None, ku])
+    sch.reorder(*batch, jo, io, ko, kin, ii, ji)
+    par = sch.fuse(*batch, jo, io)
+    parallel_if(sch, par, flops // 2)
+    sch.set_scope(blk, 0, "local")
+    o = sch.get_sblock("out")
+    sch.reverse_compute_at(o, par)
+    sch.vectorize(ji)
+    sch.unroll(ii)
+    sch.unroll(kin)
+    init = sch.decompose_reduction(blk, ko)
+    vectorize_inner(sch, init, par)
+    vectorize_inner(sch, o, par)
