@@ -8,6 +8,8 @@ import os
 import pickle
 from typing import Any
 
+import numpy as np
+
 from .tensor import Parameter, Tensor
 
 
@@ -37,18 +39,41 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+class _Pickler(pickle.Pickler):
+    """Arrays are pickled as numpy.ndarray(shape, dtype, bytes): NumPy 2 would write
+    `numpy._core` references, which the NumPy 1.x that MegEngine runs with cannot load."""
+
+    def reducer_override(self, obj):
+        if type(obj) is np.ndarray and obj.dtype.kind in "biufc":
+            return np.ndarray, (obj.shape, obj.dtype.str, np.ascontiguousarray(obj).tobytes())
+        return NotImplemented
+
+
 def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:
+    """Pickle a checkpoint; state dicts (name -> array) load in MegEngine too."""
     if hasattr(f, "write"):
-        pickle.dump(obj, f, protocol=pickle_protocol)
+        _Pickler(f, protocol=pickle_protocol).dump(obj)
         return
     with open(os.fspath(f), "wb") as fh:
-        pickle.dump(obj, fh, protocol=pickle_protocol)
+        _Pickler(fh, protocol=pickle_protocol).dump(obj)
 
 
 def load(f, map_location=None, pickle_module=None) -> Any:
     """Unpickle a checkpoint (ours or MegEngine's). Pickle runs code: load only files you
     trust."""
     if hasattr(f, "read"):
-        return _Unpickler(f).load()
+        return _writable(_Unpickler(f).load())
     with open(os.fspath(f), "rb") as fh:
-        return _Unpickler(fh).load()
+        return _writable(_Unpickler(fh).load())
+
+
+def _writable(obj: Any) -> Any:
+    """Arrays made from pickled bytes are read-only; give the caller ordinary arrays."""
+    if isinstance(obj, np.ndarray) and not obj.flags.writeable:
+        return obj.copy()
+    if isinstance(obj, dict):
+        return type(obj)((k, _writable(v)) for k, v in obj.items()) \
+            if not hasattr(obj, "default_factory") else obj
+    if isinstance(obj, list):
+        return [_writable(v) for v in obj]
+    return obj
