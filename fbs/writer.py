@@ -5,7 +5,6 @@ one consecutive id per non-volatile output, and every id named in `middle_tensor
 """
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,7 +382,8 @@ def user_info_bytes(options: DumpOptions) -> bytes:
         return b""
     if options.user_info_bytes is not None:
         return options.user_info_bytes
-    return pickle.dumps(options.user_info)
+    from megtrace.serialization import dumps
+    return dumps(options.user_info)
 
 
 def _build_metadata(b, options: DumpOptions) -> int:

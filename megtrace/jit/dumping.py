@@ -26,9 +26,8 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
                resize_input: bool = False, input_transform=None,
                dump_format: str | None = None, model_version: int = 2,
                compat_older_version: str | None = None, **kwargs):
-    import pickle
-
     from ..dump import Metadata, VarNode, dump_graph
+    from ..serialization import dumps
 
     unknown = sorted(set(kwargs) - set(_OPTIMIZE_FLAGS))
     if unknown:
@@ -66,7 +65,7 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     if optimize_for_inference:
         graph, optimize_options = _optimized(graph, kwargs)
     meta = Metadata(is_valid=bool(enable_metadata),
-                    user_info=pickle.dumps(user_info) if enable_metadata else None,
+                    user_info=dumps(user_info) if enable_metadata else None,
                     optimize_options=optimize_options)
     if len(set(out_names)) != len(out_names):
         raise ValueError(f"output_names must be unique; got {out_names}")

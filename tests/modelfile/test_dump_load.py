@@ -60,6 +60,7 @@ def test_dump_options_names_and_metadata(rng, tmp_path):
     assert model.output_names() == ["output_0"]
     assert any(o.name and "fc1" in o.name for o in model.oprs)
     assert model.metadata.user_info() == {"author": "megtrace"}
+    assert model.metadata.user_info_bytes.startswith(b"\x80\x04")   # protocol 4, as MegEngine
     result = infer.dump(tmp_path / "b.mge", arg_names=["data"], keep_var_name=0,
                         enable_metadata=False)
     model = read_model((tmp_path / "b.mge").read_bytes())
