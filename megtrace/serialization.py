@@ -13,6 +13,7 @@ import numpy as np
 from .tensor import Parameter, Tensor
 
 
+
 def _megengine_class(cls):
     class _Stand_in:
         """What MegEngine's pickles construct (NEWOBJ with data, dtype, device)."""
@@ -39,14 +40,46 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+def _megengine_name(name: str) -> type:
+    """A class standing for MegEngine's in a pickle: its module/name are what MegEngine's
+    own pickles reference, so MegEngine rebuilds its Tensor/Parameter from ours."""
+    return type(name, (), {"__module__": "megengine.tensor", "__qualname__": name})
+
+
+_AS_MEGENGINE = {Tensor: _megengine_name("Tensor"), Parameter: _megengine_name("Parameter")}
+
+
 class _Pickler(pickle.Pickler):
     """Arrays are pickled as numpy.ndarray(shape, dtype, bytes): NumPy 2 would write
-    `numpy._core` references, which the NumPy 1.x that MegEngine runs with cannot load."""
+    `numpy._core` references, which the NumPy 1.x that MegEngine runs with cannot load.
+    Tensors are pickled as megengine.tensor.Tensor(value, dtype, device) with an empty
+    state, which both MegEngine and megtrace.load rebuild."""
 
     def reducer_override(self, obj):
         if type(obj) is np.ndarray and obj.dtype.kind in "biufc":
             return np.ndarray, (obj.shape, obj.dtype.str, np.ascontiguousarray(obj).tobytes())
+        if type(obj) in _AS_MEGENGINE:
+            return (_AS_MEGENGINE[type(obj)], (obj.numpy(), obj.dtype.name, obj.device), {})
         return NotImplemented
+
+    def dump(self, obj):
+        """While pickling, megengine.tensor resolves to the stand-ins (pickle checks that
+        every class it names can be imported)."""
+        import sys
+        import types
+        shim = types.ModuleType("megengine.tensor")
+        shim.Tensor, shim.Parameter = _AS_MEGENGINE[Tensor], _AS_MEGENGINE[Parameter]
+        saved = {k: sys.modules.get(k) for k in ("megengine", "megengine.tensor")}
+        sys.modules.setdefault("megengine", types.ModuleType("megengine"))
+        sys.modules["megengine.tensor"] = shim
+        try:
+            return super().dump(obj)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
 
 
 def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:

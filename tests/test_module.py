@@ -104,3 +104,18 @@ def test_saved_state_dict_is_numpy1_loadable(tmp_path):
     back = mge.load(tmp_path / "s.pkl")
     for name, value in net.state_dict().items():
         assert back[name].flags.writeable and np.array_equal(back[name], value)
+
+
+def test_pickled_tensors_name_megengine_classes(tmp_path):
+    """Tensors pickle as megengine.tensor.Tensor/Parameter(value, dtype, device), which real
+    MegEngine 1.13 loads (tests/data/check_megtrace_tensors_in_megengine.py) and we too."""
+    import sys
+    obj = {"w": mge.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)),
+           "p": mge.Parameter(np.ones(2, np.float32)), "step": 3}
+    mge.save(obj, tmp_path / "t.pkl")
+    raw = (tmp_path / "t.pkl").read_bytes()
+    assert b"megengine.tensor" in raw and b"megtrace" not in raw
+    assert "megengine.tensor" not in sys.modules          # the stand-in is gone again
+    back = mge.load(tmp_path / "t.pkl")
+    assert type(back["w"]) is mge.Tensor and type(back["p"]) is mge.Parameter
+    assert np.array_equal(back["w"].numpy(), obj["w"].numpy()) and back["step"] == 3
