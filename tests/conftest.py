@@ -18,6 +18,13 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True)
+def _seeded_global_rng():
+    """Module initialisers draw from NumPy's global RNG (as MegEngine's do): seed it so
+    every test sees the same weights on every run."""
+    np.random.seed(0)
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir():
     if not FIXTURES.is_dir():
