@@ -248,7 +248,7 @@ def serialize(em: Emitter, out_ids: list[int], options: DumpOptions) -> tuple[by
         outs.append(OutputVar.End(b))
     outs_vec = _offset_vector(b, Model.StartOutputVarsIdxVector, outs)
     alias_vec = _offset_vector(b, Model.StartOutputAliasVector, [])
-    meta = _build_metadata(b, options)
+    meta = build_metadata(b, options)
     Model.Start(b)
     Model.AddMgeVersion(b, MGE_VERSION)
     Model.AddModelVersion(b, options.model_version)
@@ -386,8 +386,11 @@ def user_info_bytes(options: DumpOptions) -> bytes:
     return dumps(options.user_info)
 
 
-def _build_metadata(b, options: DumpOptions) -> int:
-    from .generated import Metadata
+def build_metadata(b, options: DumpOptions, Metadata=None) -> int:
+    """The Metadata table; `Metadata` is the generated module of either container format
+    (their fields differ in id order only, which the builder takes care of)."""
+    if Metadata is None:
+        from .generated import Metadata
     s = b.CreateString(user_info_bytes(options))
     Metadata.Start(b)
     if options.enable_metadata:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .oprs import unversioned_type_id, v1_type_id
 from .writer import (COMP_NODE, MGE_VERSION, DumpOptions, Emitter, _build_dtype, _offset_vector,
-                     build_params, user_info_bytes)
+                     build_metadata, build_params)
 
 MAGIC_V1, MAGIC_V0 = 0x4342474D, 0x5342474D      # "MGBC", "MGBS"
 
@@ -35,7 +35,8 @@ def serialize_v1(em: Emitter, out_ids: list[int], options: DumpOptions,
     for vid in reversed(out_ids):
         OutputVar.CreateOutputVar(b, vid, vid)
     outs = b.EndVector()
-    meta = _metadata(b, options)
+    from .generated.v1 import Metadata
+    meta = build_metadata(b, options, Metadata)
     data = b"".join(payloads)
     import xxhash
     content_hash = xxhash.xxh64_intdigest(data + repr([o.type for o in em.oprs]).encode(),
@@ -117,17 +118,3 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
     if opr_name is not None:
         Operator.AddName(b, opr_name)
     return Operator.End(b)
-
-
-def _metadata(b, options: DumpOptions) -> int:
-    from .generated.v1 import Metadata
-    s = b.CreateString(user_info_bytes(options))
-    Metadata.Start(b)
-    if options.enable_metadata:
-        Metadata.AddIsValid(b, True)
-        if options.graph_modified:
-            Metadata.AddGraphModified(b, True)
-    Metadata.AddUserInfo(b, s)
-    if options.enable_metadata and options.optimize_options:
-        Metadata.AddOptimizeOptions(b, options.optimize_options)
-    return Metadata.End(b)

@@ -160,6 +160,21 @@ class Graph:
         g.set_outputs(outputs, names)
         return g.prune()
 
+    def rewrite(self, rule) -> "Graph":
+        """A new graph where each node is replaced by `rule(node, inputs, new, remap)`: the
+        output vars it added to `new`, or None to copy the node. `inputs` are already
+        remapped; `remap` maps old vars to new ones. Unused nodes are pruned."""
+        new = Graph(list(self.inputs), dict(self.consts), [], [], list(self.input_names))
+        remap: dict[Var, Var] = {}
+        for node in self.nodes:
+            ins = [remap.get(v, v) for v in node.inputs]
+            outs = rule(node, ins, new, remap)
+            if outs is None:
+                outs = new.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint)
+            remap.update(zip(node.outputs, outs))
+        new.set_outputs([remap.get(v, v) for v in self.outputs], self.output_names)
+        return new.prune()
+
     def verify(self) -> None:
         """Re-check SSA form, topological order and every node's shape rule."""
         defined = set(self.inputs) | set(self.consts)

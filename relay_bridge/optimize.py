@@ -93,86 +93,74 @@ def _merge_constant_adds(g: Graph) -> Graph:
     the BN shift as two adds."""
     users, producer, outputs = g.users(), g.producers(), set(g.outputs)
     add = get("add")
-    new = Graph(list(g.inputs), dict(g.consts), [], [], list(g.input_names))
-    remap: dict = {}
-    for node in g.nodes:
-        ins = [remap.get(v, v) for v in node.inputs]
+
+    def rule(node, ins, new, remap):
         inner = producer.get(node.inputs[0]) if node.op is add else None
-        if inner is not None and inner.op is add and node.inputs[1] in g.consts and \
-                inner.inputs[1] in g.consts and len(users.get(node.inputs[0], [])) == 1 and \
-                node.inputs[0] not in outputs:
-            total = g.consts[inner.inputs[1]] + g.consts[node.inputs[1]]
-            ins = [remap.get(inner.inputs[0], inner.inputs[0]),
-                   new.add_const(total, inner.inputs[1].name_hint)]
-        outs = new.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint)
-        remap.update(zip(node.outputs, outs))
-    new.set_outputs([remap.get(v, v) for v in g.outputs], g.output_names)
-    return new.prune()
+        if inner is None or inner.op is not add or node.inputs[1] not in g.consts or \
+                inner.inputs[1] not in g.consts or len(users.get(node.inputs[0], [])) != 1 or \
+                node.inputs[0] in outputs:
+            return None
+        total = g.consts[inner.inputs[1]] + g.consts[node.inputs[1]]
+        merged = [remap.get(inner.inputs[0], inner.inputs[0]),
+                  new.add_const(total, inner.inputs[1].name_hint)]
+        return new.add_node(add, merged, {}, node.outputs[0].name_hint)
+
+    return g.rewrite(rule)
 
 
 def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
     """MegEngine's arithmetic fusion on the lifted graph: add+relu -> FUSE_ADD_RELU,
     mul+add -> FUSE_MUL_ADD3, and (with fuse_conv_bias) conv+bias[+relu] -> ConvBias."""
-    users = g.users()
-    producer = g.producers()
-    outputs = set(g.outputs)
+    users, producer, outputs = g.users(), g.producers(), set(g.outputs)
+    relu, add, mul, conv = get("relu"), get("add"), get("mul"), get("conv2d")
 
     def single_use(v):
         return len(users.get(v, [])) == 1 and v not in outputs
 
-    new = Graph(list(g.inputs), dict(g.consts), [], [], list(g.input_names))
-    remap: dict = {}
-    skipped: set = set()
-    relu, add, mul, conv = get("relu"), get("add"), get("mul"), get("conv2d")
-    for node in g.nodes:
-        if node in skipped:
-            continue
-        ins = [remap.get(v, v) for v in node.inputs]
-        op, params = node.op, node.kwargs
+    def rule(node, ins, new, remap):
+        def mapped(vs):
+            return [remap.get(v, v) for v in vs]
         first = producer.get(node.inputs[0]) if node.inputs else None
-        if op is relu and first is not None and first.op is add and single_use(node.inputs[0]):
+        if first is None or not single_use(node.inputs[0]):
+            return None
+        if node.op is relu and first.op is add:
             base = producer.get(first.inputs[0])
             if fuse_conv_bias and base is not None and base.op is conv and \
                     single_use(first.inputs[0]) and first.inputs[1] in g.consts:
-                op, ins = get("conv_bias"), [remap.get(v, v) for v in base.inputs] + \
-                    [remap.get(first.inputs[1], first.inputs[1])]
+                op, args = get("conv_bias"), mapped(base.inputs) + mapped(first.inputs[1:2])
                 params = {**base.kwargs, "nonline": "RELU"}
             else:
-                op, ins, params = get("fuse_add_relu"), [remap.get(v, v) for v in first.inputs], {}
-        elif fuse_conv_bias and op is add and first is not None and first.op is conv and \
-                single_use(node.inputs[0]) and node.inputs[1] in g.consts and \
+                op, args, params = get("fuse_add_relu"), mapped(first.inputs), {}
+        elif fuse_conv_bias and node.op is add and first.op is conv and \
+                node.inputs[1] in g.consts and \
                 g.consts[node.inputs[1]].shape == (1, node.outputs[0].type.shape[1], 1, 1):
-            op, ins = get("conv_bias"), [remap.get(v, v) for v in first.inputs] + [ins[1]]
+            op, args = get("conv_bias"), mapped(first.inputs) + [ins[1]]
             params = {**first.kwargs, "nonline": "IDENTITY"}
-        elif op is add and first is not None and first.op is mul and single_use(node.inputs[0]):
-            op, ins, params = get("fuse_mul_add3"), \
-                [remap.get(v, v) for v in first.inputs] + [ins[1]], {}
-        outs = new.add_node(op, ins, params, node.outputs[0].name_hint)
-        remap.update(zip(node.outputs, outs))
-    new.set_outputs([remap.get(v, v) for v in g.outputs], g.output_names)
-    return new.prune()
+        elif node.op is add and first.op is mul:
+            op, args, params = get("fuse_mul_add3"), mapped(first.inputs) + [ins[1]], {}
+        else:
+            return None
+        return new.add_node(op, args, params, node.outputs[0].name_hint)
+
+    return g.rewrite(rule)
 
 
 def _fold_global_pooling(g: Graph) -> Graph:
     """fuse_grain: a mean over H and W of an NCHW tensor is global average pooling."""
     reduce = get("reduce")
-    new = Graph(list(g.inputs), dict(g.consts), [], [], list(g.input_names))
-    remap: dict = {}
-    for node in g.nodes:
-        ins = [remap.get(v, v) for v in node.inputs]
+
+    def rule(node, ins, new, remap):
         p = node.kwargs
-        if node.op is reduce and p["mode"] == "mean" and node.inputs[0].type.ndim == 4 and \
-                p["axis"] in ((2, 3), (-2, -1)):
-            (out,) = new.add_node(get("adaptive_pool2d"), ins, {"mode": "average", "out": (1, 1)},
-                                  node.outputs[0].name_hint)
-            if not p["keepdims"]:
-                (out,) = new.add_node(get("squeeze"), [out], {"axis": (2, 3)})
-            outs = (out,)
-        else:
-            outs = new.add_node(node.op, ins, p, node.outputs[0].name_hint)
-        remap.update(zip(node.outputs, outs))
-    new.set_outputs([remap.get(v, v) for v in g.outputs], g.output_names)
-    return new.prune()
+        if node.op is not reduce or p["mode"] != "mean" or node.inputs[0].type.ndim != 4 or \
+                p["axis"] not in ((2, 3), (-2, -1)):
+            return None
+        (out,) = new.add_node(get("adaptive_pool2d"), ins, {"mode": "average", "out": (1, 1)},
+                              node.outputs[0].name_hint)
+        if not p["keepdims"]:
+            (out,) = new.add_node(get("squeeze"), [out], {"axis": (2, 3)})
+        return (out,)
+
+    return g.rewrite(rule)
 
 
 def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = False,

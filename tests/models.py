@@ -1,6 +1,7 @@
 """Small MegEngine-style models used across the tests (only the imports differ)."""
 import megtrace.functional as F
 import megtrace.module as M
+from megtrace.demo import Net
 
 
 class MLP(M.Module):
@@ -14,23 +15,12 @@ class MLP(M.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
-class ConvNet(M.Module):
-    """The conv net of the vertical-slice issue."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = M.Conv2d(3, 16, 3, padding=1)
-        self.bn = M.BatchNorm2d(16)
-        self.fc = M.Linear(16 * 16 * 16, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
-        return self.fc(F.flatten(x, 1))
+# The conv net of the vertical-slice issue is the demo's model.
+ConvNet = Net
 
 
 def randomize_bn(net, rng):
     """Give BatchNorm layers non-trivial statistics so that they matter in comparisons."""
-    import numpy as np
     for m in net.modules():
         if isinstance(m, M.BatchNorm2d):
             shape = m.running_mean.shape

@@ -26,6 +26,14 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
                resize_input: bool = False, input_transform=None,
                dump_format: str | None = None, model_version: int = 2,
                compat_older_version: str | None = None, **kwargs):
+    """Write the traced graph as a MegEngine model that MegEngine Lite runs, with
+    MegEngine 1.13's parameters and defaults.
+
+    `optimize_for_inference` (default True) runs the graph through TVM's inference
+    passes (BatchNorm folded into convolutions, constants folded) and MegEngine's
+    arithmetic fusions (FUSE_ADD_RELU, FUSE_MUL_ADD3, global pooling; ConvBias with
+    enable_fuse_conv_bias_nonlinearity=True); Metadata.optimize_options records them.
+    """
     from ..dump import Metadata, VarNode, dump_graph
     from ..serialization import dumps
 

@@ -19,6 +19,7 @@ from ..errors import TraceError
 from ..ir import Graph, Var
 from ..tensor import Tensor
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
+from .dumping import dump_trace
 from .entry import TraceEntry
 from .outputs import flatten_outputs, rebuild_outputs
 from .recorder import TraceRecorder
@@ -250,35 +251,8 @@ class trace:
         return self._profile
 
     # -- dumping ------------------------------------------------------------------------
-    def dump(self, file, *, arg_names=None, output_names=None, append: bool = False,
-             keep_var_name: int = 1, keep_opr_name: bool = False,
-             keep_param_name: bool = False, keep_opr_priority: bool = False,
-             no_change_graph: bool = False, strip_info_file=None, append_json: bool = False,
-             optimize_for_inference: bool = True, user_info: Any = None,
-             enable_metadata: bool = True, input_data=None, repeat: int = 1,
-             silent: bool = False, no_assert: bool = False, maxerr: float = 1e-4,
-             resize_input: bool = False, input_transform=None, dump_format: str | None = None,
-             model_version: int = 2, compat_older_version: str | None = None, **kwargs):
-        """Write the traced graph as a MegEngine model that MegEngine Lite runs, with
-        MegEngine 1.13's parameters and defaults.
-
-        `optimize_for_inference` (default True) runs the graph through TVM's inference
-        passes (BatchNorm folded into convolutions, constants folded) and MegEngine's
-        arithmetic fusions (FUSE_ADD_RELU, FUSE_MUL_ADD3, global pooling; ConvBias with
-        enable_fuse_conv_bias_nonlinearity=True); Metadata.optimize_options records them.
-        """
-        from .dumping import dump_trace
-        return dump_trace(
-            self, file, arg_names=arg_names, output_names=output_names, append=append,
-            keep_var_name=keep_var_name, keep_opr_name=keep_opr_name,
-            keep_param_name=keep_param_name, keep_opr_priority=keep_opr_priority,
-            no_change_graph=no_change_graph, strip_info_file=strip_info_file,
-            append_json=append_json, optimize_for_inference=optimize_for_inference,
-            user_info=user_info, enable_metadata=enable_metadata, input_data=input_data,
-            repeat=repeat, silent=silent, no_assert=no_assert, maxerr=maxerr,
-            resize_input=resize_input, input_transform=input_transform,
-            dump_format=dump_format, model_version=model_version,
-            compat_older_version=compat_older_version, **kwargs)
+    # MegEngine's trace.dump; the body lives in dumping.py (see its docstring).
+    dump = dump_trace
 
     @property
     def output_vars(self) -> list:

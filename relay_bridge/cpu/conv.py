@@ -104,10 +104,7 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
     icb, nchw = shape.icb, not shape.blocked_input
     x = te.placeholder(shape.in_shape, "float32", name="x")
     wt = te.placeholder(shape.weight_shape, "float32", name="w")
-    vectors = [te.placeholder((blocks(shape.oc), BLOCK), "float32", name=f"v{i}")
-               for i in range(len(epilogue.vectors()))]
-    tensors = [te.placeholder(shape.out_shape, "float32", name=f"t{i}")
-               for i in range(len(epilogue.tensors()))]
+    vectors, tensors = epilogue.placeholders((blocks(shape.oc), BLOCK), shape.out_shape)
     xp = padded_input(x, shape, rows, cols, icb, nchw)
     src = x if xp is None else xp
     ico = te.reduce_axis((0, shape.weight_shape[1]), "ico")

@@ -53,10 +53,7 @@ def dense_packed(shape: DenseShape, epilogue: Epilogue | None = None):
     mp, np_ = ceil_div(m, mr) * mr, ceil_div(n, nr) * nr
     a = te.placeholder((m, k), "float32", name="a")
     b = te.placeholder(shape.weight_shape, "float32", name="b")
-    vectors = [te.placeholder((n,), "float32", name=f"v{i}")
-               for i in range(len(epilogue.vectors()))]
-    tensors = [te.placeholder((m, n), "float32", name=f"t{i}")
-               for i in range(len(epilogue.tensors()))]
+    vectors, tensors = epilogue.placeholders((n,), (m, n))
     r = te.reduce_axis((0, k), "k")
     if mp == m:
         a_at = lambda i, kk: a[i, kk]                                    # noqa: E731

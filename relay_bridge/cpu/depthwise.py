@@ -55,10 +55,7 @@ def depthwise_nchwc(shape: DepthwiseShape, epilogue: Epilogue | None = None):
     owp = ceil_div(shape.ow, reg) * reg
     x = te.placeholder(shape.in_shape, "float32", name="x")
     wt = te.placeholder(shape.weight_shape, "float32", name="w")
-    vectors = [te.placeholder((blocks(shape.c), BLOCK), "float32", name=f"v{i}")
-               for i in range(len(epilogue.vectors()))]
-    tensors = [te.placeholder(shape.out_shape, "float32", name=f"t{i}")
-               for i in range(len(epilogue.tensors()))]
+    vectors, tensors = epilogue.placeholders((blocks(shape.c), BLOCK), shape.out_shape)
     rh, rw = te.reduce_axis((0, shape.kh), "rh"), te.reduce_axis((0, shape.kw), "rw")
     zero = t.const(0.0, "float32")
 

@@ -91,6 +91,16 @@ class Epilogue:
     def tensors(self) -> list[Any]:
         return [s.operand.var for s in self.steps if s.operand and s.operand.kind == "tensor"]
 
+    def placeholders(self, vector_shape, tensor_shape) -> tuple[list, list]:
+        """TE placeholders for the vector operands (v0, v1, ...) and tensor operands
+        (t0, t1, ...) a kernel with this epilogue takes as extra arguments."""
+        te = tvm().te
+        vectors = [te.placeholder(vector_shape, "float32", name=f"v{i}")
+                   for i in range(len(self.vectors()))]
+        tensors = [te.placeholder(tensor_shape, "float32", name=f"t{i}")
+                   for i in range(len(self.tensors()))]
+        return vectors, tensors
+
     def apply(self, value, vector_at: Callable[[int], Any], tensor_at: Callable[[int], Any]):
         """The epilogue of `value` (a PrimExpr); `vector_at(i)` / `tensor_at(i)` read the
         i-th vector / tensor operand at the current output index."""

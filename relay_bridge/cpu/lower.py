@@ -249,10 +249,8 @@ class _CpuLowering:
         t = value.type
         shape = (t.shape[0], L.blocks(t.shape[1]), t.shape[2], t.shape[3], L.BLOCK)
         x = te.placeholder(L.i64(shape), F32, name="x")
-        vectors = [te.placeholder(L.i64((L.blocks(t.shape[1]), L.BLOCK)), F32, name=f"v{i}")
-                   for i in range(len(epilogue.vectors()))]
-        tensors = [te.placeholder(L.i64(shape), F32, name=f"t{i}")
-                   for i in range(len(epilogue.tensors()))]
+        vectors, tensors = epilogue.placeholders(L.i64((L.blocks(t.shape[1]), L.BLOCK)),
+                                                 L.i64(shape))
         out = blocked_output(x, L.i64(shape), t.shape[1], epilogue, vectors, tensors,
                              name="ewise")
         func = plain_func([x, *vectors, *tensors, out])

@@ -76,10 +76,7 @@ def batch_matmul(shape: MatmulShape, epilogue: Epilogue | None = None):
     nd = len(shape.batch)
     a = te.placeholder(shape.a, "float32", name="a")
     b = te.placeholder(shape.b, "float32", name="b")
-    vectors = [te.placeholder((n,), "float32", name=f"v{i}")
-               for i in range(len(epilogue.vectors()))]
-    tensors = [te.placeholder(shape.out, "float32", name=f"t{i}")
-               for i in range(len(epilogue.tensors()))]
+    vectors, tensors = epilogue.placeholders((n,), shape.out)
     zero = t.const(0.0, "float32")
 
     def b_at(bi, kk, j):
