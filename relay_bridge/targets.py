@@ -16,10 +16,43 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# ISA extensions that a hypervisor may hide from a guest whose CPU model has them: LLVM
+# names the host by its CPU model (znver4), so the features the OS really enables must be
+# subtracted, or the code dies with SIGILL. Turning off the base feature turns off its
+# family (-avx512f drops every AVX-512 extension).
+_MASKABLE = (("avx512f", "avx512f"), ("avx2", "avx2"), ("fma", "fma"), ("f16c", "f16c"))
+
+
+def _os_cpu_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def _masked_features(cpu: str) -> list[str]:
+    """`-feature` for every extension LLVM credits `cpu` with that the OS does not enable."""
+    flags = _os_cpu_flags()
+    if flags is None:
+        return []
+    codegen = tvm().target.codegen
+    has = codegen.llvm_get_cpu_features(tvm().target.Target({"kind": "llvm", "mcpu": cpu}))
+    return [f"-{llvm}" for llvm, os_flag in _MASKABLE if llvm in has and os_flag not in flags]
+
+
 def host_target() -> dict[str, Any]:
-    """The machine we run on: llvm with the detected -mcpu and every core."""
+    """The machine we run on: llvm with the detected -mcpu, minus the ISA extensions the OS
+    does not enable, and every core."""
     cpu = tvm().target.codegen.llvm_get_system_cpu()
-    return {"kind": "llvm", "mcpu": cpu, "num-cores": os.cpu_count() or 1}
+    spec: dict[str, Any] = {"kind": "llvm", "mcpu": cpu, "num-cores": os.cpu_count() or 1}
+    masked = _masked_features(cpu)
+    if masked:
+        spec["mattr"] = masked
+    return spec
 
 
 def resolve(target: Any = None):
