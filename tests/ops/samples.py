@@ -368,3 +368,20 @@ BAD = [
     ("batch_norm", [(1, 3, 4, 4), (1, 2, 1, 1), (1, 3, 1, 1), (1, 3, 1, 1), (1, 3, 1, 1)], {},
      "ShapeError", "weight"),
 ]
+
+
+def _collect_area_samples() -> None:
+    """Each area's ops keep their samples in `samples_<area>.py` beside this file (so
+    people adding ops in parallel touch different files); all of them feed the same
+    registry-wide tests."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
+        if info.name.startswith("samples_"):
+            module = importlib.import_module(f"{__package__}.{info.name}")
+            SAMPLES.extend(getattr(module, "SAMPLES", []))
+            BAD.extend(getattr(module, "BAD", []))
+
+
+_collect_area_samples()
