@@ -5,7 +5,7 @@
 FBS_V2 models and `load_graph` runs them. TVM and flatbuffers load only when needed.
 """
 from . import functional, jit, module
-from .device import get_default_device, set_default_device
+from .device import get_default_device, is_cuda_available, set_default_device
 from .dtype import float16, float32, int8, int16, int32, uint8
 from .errors import (CompileError, DTypeError, FormatError, MegtraceError, ShapeError,
                      TraceError, UnsupportedModelError, UnsupportedOpError)
@@ -20,6 +20,6 @@ __version__ = "0.1.0"
 __all__ = ["CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",
-           "float16", "float32", "functional", "get_default_device", "set_default_device", "int8", "int16", "int32", "jit", "load",
+           "float16", "float32", "functional", "get_default_device", "is_cuda_available", "set_default_device", "int8", "int16", "int32", "jit", "load",
            "load_graph", "module", "save", "tensor", "uint8", "export", "load_exported",
            "tune"]

@@ -168,6 +168,7 @@ class trace:
     def _record(self, args, kwargs, bindings):
         rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const)
         proxies = {name: rec.bind_input(t, name) for name, t in bindings}
+        arg_vars = [(n, p._var) for n, p in proxies.items()]   # before x[...] = v rebinds
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rec):
@@ -176,7 +177,7 @@ class trace:
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
-                           [(n, p._var) for n, p in proxies.items()], rec.externals,
+                           arg_vars, rec.externals,
                            out_vars, tree, rec.value_required)
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
