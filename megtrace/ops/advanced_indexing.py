@@ -138,7 +138,8 @@ def _gather(L, x, x_type: TensorType, idx, idx_types, slices, axes):
     rest = [shape[a] for a in rest_axes]
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     x = L.normalize(R.reshape(x, [count] + rest))
-    out = L.normalize(R.take(x, flat, axis=0))          # index_shape + rest
+    out = L.normalize(R.take(x, flat, axis=0, mode="clip"))   # index_shape + rest (no
+    # out-of-range reads in compiled code: eager and the NumPy reference raise IndexError)
     k = len(index_shape)
     adjacent = list(axes) == list(range(axes[0], axes[0] + len(axes)))
     at = axes[0] if adjacent else 0
@@ -218,10 +219,10 @@ def _set_emit(em, types, p, inputs):
 
 register(OpDef("indexing_multi_axis_vec", params={"slices": (), "axes": ()},
                eager=_get_eager, infer=_get_infer, lower=_get_lower,
-               mge=MgeComposite(_get_emit)))
+               mge=MgeComposite(_get_emit), opaque_in_optimize=True))
 register(OpDef("indexing_set_multi_axis_vec", params={"slices": (), "axes": ()},
                eager=_set_eager, infer=_set_infer, lower=_set_lower,
-               mge=MgeComposite(_set_emit)))
+               mge=MgeComposite(_set_emit), opaque_in_optimize=True))
 
 
 # -- set_subtensor ----------------------------------------------------------------------------
@@ -262,4 +263,4 @@ def _set_subtensor_emit(em, types, p, inputs):
 
 register(OpDef("set_subtensor", params={"index": ()}, eager=_set_subtensor_eager,
                infer=_set_subtensor_infer, lower=_set_subtensor_lower,
-               mge=MgeComposite(_set_subtensor_emit)))
+               mge=MgeComposite(_set_subtensor_emit), opaque_in_optimize=True))
