@@ -5,6 +5,7 @@ hands the call to the active recorder otherwise (JAX's bind, tinygrad's _apply_u
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .ops import OpDef, get
@@ -17,11 +18,20 @@ class Recorder(Protocol):
     def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
 
 
-_active: list[Recorder] = []
+class _RecorderStack(threading.local):
+    """Each thread records into its own traces: a trace running in one thread must not
+    capture the eager ops of another."""
+
+    def __init__(self):
+        self.stack: list[Recorder] = []
+
+
+_active = _RecorderStack()
 
 
 def active_recorder() -> Recorder | None:
-    return _active[-1] if _active else None
+    stack = _active.stack
+    return stack[-1] if stack else None
 
 
 class recording:
@@ -31,11 +41,11 @@ class recording:
         self.recorder = recorder
 
     def __enter__(self):
-        _active.append(self.recorder)
+        _active.stack.append(self.recorder)
         return self.recorder
 
     def __exit__(self, *exc):
-        _active.pop()
+        _active.stack.pop()
         return False
 
 
