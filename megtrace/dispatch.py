@@ -17,13 +17,16 @@ if TYPE_CHECKING:
 class Recorder(Protocol):
     def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
 
+    def materialize_live(self) -> None: ...
+
 
 class _RecorderStack(threading.local):
     """Each thread records into its own traces: a trace running in one thread must not
-    capture the eager ops of another."""
+    capture the eager ops of another. None on the stack: an exclude_from_trace region
+    (eager)."""
 
     def __init__(self):
-        self.stack: list[Recorder] = []
+        self.stack: list[Recorder | None] = []
 
 
 _active = _RecorderStack()
@@ -35,9 +38,10 @@ def active_recorder() -> Recorder | None:
 
 
 class recording:
-    """Context manager that makes `recorder` receive every op applied inside it."""
+    """Context manager that makes `recorder` receive every op applied inside it (None:
+    ops run eagerly, as outside any trace)."""
 
-    def __init__(self, recorder: Recorder):
+    def __init__(self, recorder: Recorder | None):
         self.recorder = recorder
 
     def __enter__(self):
