@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 class Recorder(Protocol):
     def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
 
+    def materialize_live(self) -> None: ...
 
-_active: list[Recorder] = []
+
+_active: list[Recorder | None] = []      # None: an exclude_from_trace region (eager)
 
 
 def active_recorder() -> Recorder | None:
@@ -25,9 +27,10 @@ def active_recorder() -> Recorder | None:
 
 
 class recording:
-    """Context manager that makes `recorder` receive every op applied inside it."""
+    """Context manager that makes `recorder` receive every op applied inside it (None:
+    ops run eagerly, as outside any trace)."""
 
-    def __init__(self, recorder: Recorder):
+    def __init__(self, recorder: Recorder | None):
         self.recorder = recorder
 
     def __enter__(self):
