@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .safe_pickle import SafeUnpickler
 from .tensor import Parameter, Tensor
 
 
@@ -52,6 +53,8 @@ _QUANTIZATION_CLASSES = {("megengine.quantization.utils", "QParams"): "QParams",
 
 
 class _Unpickler(pickle.Unpickler):
+    """Full pickle (weights_only=False): any class, with MegEngine's tensors mapped."""
+
     def __init__(self, f, map_location=None):
         super().__init__(f)
         self._map_location = map_location
@@ -65,6 +68,26 @@ class _Unpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"load: the checkpoint needs MegEngine's {module}.{name}, "
                                          "which megtrace does not provide")
         return super().find_class(module, name)
+
+
+def _reconstruct(cls, base, state):
+    """copyreg._reconstructor for the one class megtrace pickles with it (QParams)."""
+    from .quantization.utils import QParams
+    if cls is not QParams or base is not object:
+        from .safe_pickle import UnsafePickleError
+        raise UnsafePickleError(f"load: the pickle reconstructs {cls!r}, which is not a type "
+                                "a checkpoint holds; if you trust the file, pass "
+                                "weights_only=False")
+    return object.__new__(cls)
+
+
+def _unpickler(fh, weights_only: bool, map_location=None) -> pickle.Unpickler:
+    if weights_only:
+        extra = {key: _tensor_class(cls, map_location) for key, cls in _TENSOR_CLASSES.items()}
+        extra.update({key: _quantization(name) for key, name in _QUANTIZATION_CLASSES.items()})
+        extra[("copyreg", "_reconstructor")] = _reconstruct
+        return SafeUnpickler(fh, extra=extra)
+    return _Unpickler(fh, map_location)
 
 
 def _megengine_name(module: str, name: str) -> type:
@@ -135,13 +158,15 @@ def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:
         _Pickler(fh, protocol=pickle_protocol).dump(obj)
 
 
-def load(f, map_location=None, pickle_module=None) -> Any:
-    """Unpickle a checkpoint (ours or MegEngine's). Pickle runs code: load only files you
-    trust."""
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True) -> Any:
+    """Unpickle a checkpoint (ours or MegEngine's): state dicts, tensors, arrays and plain
+    containers. By default nothing else is constructed, so a hostile file cannot run code
+    (megtrace.safe_pickle); `weights_only=False` unpickles anything — only for files you
+    trust (e.g. a whole pickled Module)."""
     if hasattr(f, "read"):
-        return _writable(_Unpickler(f, map_location).load())
+        return _writable(_unpickler(f, weights_only, map_location).load())
     with open(os.fspath(f), "rb") as fh:
-        return _writable(_Unpickler(fh, map_location).load())
+        return _writable(_unpickler(fh, weights_only, map_location).load())
 
 
 def _writable(obj: Any) -> Any:

@@ -183,17 +183,25 @@ class Tensor:
     def __bool__(self) -> bool:
         return bool(self.item())
 
+    def _scalar(self):
+        """The one element, for int()/float() (MegEngine accepts any one-element shape)."""
+        arr = self.numpy()
+        if arr.size != 1:
+            raise TypeError(f"only one-element tensors can be converted to Python scalars; "
+                            f"got shape {arr.shape}")
+        return arr.reshape(()).item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __index__(self) -> int:
-        return self.item().__index__()
+        return self._scalar().__index__()
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
 
     __hash__ = object.__hash__
 
