@@ -5,6 +5,7 @@ hands the call to the active recorder otherwise (JAX's bind, tinygrad's _apply_u
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .ops import OpDef, get
@@ -19,11 +20,21 @@ class Recorder(Protocol):
     def materialize_live(self) -> None: ...
 
 
-_active: list[Recorder | None] = []      # None: an exclude_from_trace region (eager)
+class _RecorderStack(threading.local):
+    """Each thread records into its own traces: a trace running in one thread must not
+    capture the eager ops of another. None on the stack: an exclude_from_trace region
+    (eager)."""
+
+    def __init__(self):
+        self.stack: list[Recorder | None] = []
+
+
+_active = _RecorderStack()
 
 
 def active_recorder() -> Recorder | None:
-    return _active[-1] if _active else None
+    stack = _active.stack
+    return stack[-1] if stack else None
 
 
 class recording:
@@ -34,11 +45,11 @@ class recording:
         self.recorder = recorder
 
     def __enter__(self):
-        _active.append(self.recorder)
+        _active.stack.append(self.recorder)
         return self.recorder
 
     def __exit__(self, *exc):
-        _active.pop()
+        _active.stack.pop()
         return False
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -96,13 +97,19 @@ class trace:
         self._checked = False
         self._entries: dict[Any, TraceEntry] = {}
         self._last_entry: TraceEntry | None = None
+        # Recording and building happen once per input signature even when several
+        # threads call at once; replays and compiled runs then proceed in parallel.
+        self._build_lock = threading.RLock()
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         bindings = self._tensor_args(args, kwargs)
         entry = self._lookup(bindings)
         if entry is None:
-            return self._record(args, kwargs, bindings)
+            with self._build_lock:
+                entry = self._lookup(bindings)
+                if entry is None:
+                    return self._record(args, kwargs, bindings)
         self._last_entry = entry
         if self._record_only:
             raise TraceError("trace error because record_only: a record_only trace cannot be "
@@ -216,10 +223,13 @@ class trace:
     def _run_entry(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]) -> dict[Var, np.ndarray]:
         """Run the compiled graph (building it on first use); values by Var."""
         if entry.compiled is None:
-            from relay_bridge import compile_graph
-            graph = entry.exec_graph()
-            target = self._target if self._target is not None else entry.target
-            entry.compiled = (graph, compile_graph(graph, target, options=self._build_options()))
+            with self._build_lock:
+                if entry.compiled is None:
+                    from relay_bridge import compile_graph
+                    graph = entry.exec_graph()
+                    target = self._target if self._target is not None else entry.target
+                    entry.compiled = (graph, compile_graph(graph, target,
+                                                           options=self._build_options()))
         graph, compiled = entry.compiled
         if not graph.outputs:
             return {}
