@@ -20,6 +20,10 @@ class TapeItem:
     params: tuple
     inputs: tuple[Var, ...]
     outputs: tuple[Var, ...]
+    where: str = "<unknown>"       # the user's file:line that applied it
+
+    def describe(self, index: int) -> str:
+        return f"op #{index + 1} ({self.op.name}) traced at {self.where}"
 
 
 @dataclass
