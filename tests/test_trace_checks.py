@@ -118,3 +118,19 @@ def test_exclude_from_trace_outside_a_trace_does_nothing():
     with exclude_from_trace():
         y = mge.tensor([1.0]) + 1
     np.testing.assert_equal(y.numpy(), [2.0])
+
+
+def test_topk_clamps_k_and_kth_only_returns_value_and_first_index():
+    x = np.array([5, 2, 7, 1, 0, 3, 2, 3], np.int32)
+    kth, index = mge.functional.topk(mge.tensor(x), 3, kth_only=True)
+    assert int(kth) == 3 and int(index) == int(np.flatnonzero(x == 3)[0])   # first 3
+    rows = np.array([[1.0, 4.0], [3.0, 2.0]], np.float32)
+    values, indices = mge.functional.topk(mge.tensor(rows), 5)             # k > row length
+    np.testing.assert_equal(values.numpy(), -np.sort(-rows, axis=1))
+    np.testing.assert_equal(indices.numpy(), np.argsort(-rows, axis=1))
+
+
+def test_int_and_float_take_any_one_element_tensor():
+    assert int(mge.tensor([[3]])) == 3 and float(mge.tensor([2.5])) == 2.5
+    with pytest.raises(TypeError, match="one-element"):
+        int(mge.tensor([1, 2]))

@@ -40,13 +40,18 @@ def argmin(inp: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> T
 def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
          no_sort: bool = False):
     """The k largest (smallest unless `descending`) elements along the last axis and their
-    int32 indices; MegEngine 1.13 defaults to descending. `kth_only` returns (the k-th
-    value, None); `no_sort` may return them in any order (here: sorted)."""
-    values, indices = apply("topk", require_tensor("topk", inp), k=int(k),
-                            descending=bool(descending))
+    int32 indices; MegEngine 1.13 defaults to descending, and a k beyond the axis length
+    gives the whole axis. `kth_only` returns (the k-th value, the index of its first
+    occurrence) as MegEngine does; `no_sort` may return them in any order (here: sorted)."""
+    x = require_tensor("topk", inp)
+    k = min(int(k), x.shape[-1]) if x.ndim else int(k)
+    values, indices = apply("topk", x, k=k, descending=bool(descending))
     if kth_only:
         from .indexing import getitem
-        return getitem(values, (Ellipsis, k - 1)), None
+        from .tensor_ops import expand_dims
+        kth = getitem(values, (Ellipsis, k - 1))
+        hits = cast(equal(expand_dims(kth, -1), x), "int8")
+        return kth, argmax(hits, axis=hits.ndim - 1)
     return values, indices
 
 

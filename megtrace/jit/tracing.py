@@ -193,6 +193,7 @@ class trace:
                 "`capture_as_const=True` when trace",
                 "without_host runs only the compiled graph, which cannot read tensors from "
                 "outside the function: " + ", ".join(v.name_hint for v in entry.externals))
+        entry.simplify = abs(self._opt_level) >= 1
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
         self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
@@ -242,7 +243,7 @@ class trace:
         if self._opt_level < 0 and not self._checked:
             _check_against_interpreter(graph, arrays, values)
             self._checked = True
-        return dict(zip(graph.outputs, values))
+        return dict(zip(entry.exec_outputs, values))
 
     def _build_options(self):
         """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):
