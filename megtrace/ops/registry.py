@@ -6,6 +6,8 @@ import TVM) and how the op is written to and read from a MegEngine model (`mge`)
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -98,6 +100,7 @@ class OpDef:
         return f"OpDef({self.name})"
 
 
+@functools.lru_cache(maxsize=None)     # eager calls ask once per op, not per call
 def _arity(fn) -> tuple[int, float]:
     """(min, max) positional tensor inputs a shape rule takes."""
     import inspect
