@@ -6,6 +6,7 @@ reported at once as UnsupportedOpError.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import numpy as np
@@ -50,7 +51,8 @@ def lift(mod, input_names: list[str], output_names: list[str],
         env[param] = g.add_input(_ty(param), name)
     bindings = [b for block in func.body.blocks for b in block.bindings]
     missing = sorted({b.value.op.name for b in bindings if isinstance(b.value, rx.Call)
-                      and b.value.op.name not in CONVERTERS})
+                      and b.value.op.name not in CONVERTERS
+                      and b.value.op.name != "relax.call_dps_packed"})
     if missing:
         raise UnsupportedOpError(f"lift: no megtrace operator for {', '.join(missing)}")
 
@@ -63,11 +65,16 @@ def lift(mod, input_names: list[str], output_names: list[str],
         v = b.value
         if isinstance(v, rx.Call):
             args = [arg(a) if isinstance(a, (rx.Var, Const)) else a for a in v.args]
-            outs = CONVERTERS[v.op.name](g, v, args, _ty(b.var))
+            if v.op.name == "relax.call_dps_packed":
+                args = [arg(a) for a in v.args[1].fields] if isinstance(v.args[1], rx.Tuple) \
+                    else env[v.args[1]]
+                outs = _lift_opaque(g, v.args[0].global_symbol, args)
+            else:
+                outs = CONVERTERS[v.op.name](g, v, args, _ty(b.var))
             hint = (names or {}).get(b.var.name, "")
             if hint and g.nodes and outs[0] is g.nodes[-1].outputs[0]:
                 outs[0].name_hint = hint
-            env[b.var] = outs[0]
+            env[b.var] = outs[0] if len(outs) == 1 else outs
         elif isinstance(v, rx.TupleGetItem):
             env[b.var] = env[v.tuple_value][v.index]
         elif isinstance(v, rx.Tuple):
@@ -81,6 +88,31 @@ def lift(mod, input_names: list[str], output_names: list[str],
     outs = outs if isinstance(outs, list) else [outs]
     g.set_outputs(outs, output_names)
     return g.prune()
+
+
+# -- ops kept whole through the passes (OpDef.opaque_in_optimize) -------------------------
+_OPAQUE = "megtrace.opaque:"
+
+
+def emit_opaque(bb, node, args: list) -> list:
+    """`node` as one opaque packed call whose symbol carries the op and its params, so
+    that the passes leave it alone and `lift` restores it unchanged."""
+    rx = relax()
+    symbol = _OPAQUE + json.dumps([node.op.name, dict(node.kwargs)])
+    types = [rx.TensorType(v.type.shape, v.type.dtype) for v in node.outputs]
+    call = rx.call_dps_packed(rx.ExternFunc(symbol), rx.Tuple(args),
+                              types if len(types) > 1 else types[0])
+    if len(types) == 1:
+        return [bb.emit(call)]
+    tup = bb.emit(call)
+    return [bb.emit(rx.TupleGetItem(tup, i)) for i in range(len(types))]
+
+
+def _lift_opaque(g: Graph, symbol: str, args: list) -> list:
+    if not symbol.startswith(_OPAQUE):
+        raise UnsupportedOpError(f"lift: packed call {symbol!r} is not a megtrace op")
+    name, params = json.loads(symbol[len(_OPAQUE):])
+    return list(g.add_node(get(name), args, params))
 
 
 def _ints(values) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ from megtrace.ir import Graph
 from megtrace.ops import get
 
 from ._tvm import relax, tvm
-from .lift import lift
+from .lift import emit_opaque, lift
 from .lower import emit_node
 
 FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
@@ -57,7 +57,8 @@ def to_relax_for_inference(graph: Graph) -> tuple:
                 else:
                     name = f"n{len(names)}"
                     names[name] = node.outputs[0].name_hint
-                    env.update(zip(node.outputs, emit_node(_Named(bb, name), node, args)))
+                    emit = emit_opaque if node.op.opaque_in_optimize else emit_node
+                    env.update(zip(node.outputs, emit(_Named(bb, name), node, args)))
             out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
         bb.emit_func_output(out)
     return bb.get(), names

@@ -1,5 +1,5 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
-from . import nn
+from . import nn, vision
 from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
 from .math import *  # noqa: F401,F403
@@ -9,8 +9,6 @@ from .nn import __all__ as _nn_all
 from .reduction import max, mean, min, prod, sum  # noqa: A004
 from .tensor_ops import *  # noqa: F401,F403
 from .tensor_ops import __all__ as _tensor_all
-
-vision = nn   # MegEngine also exposes interpolate as F.vision.interpolate
 
 __all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]

@@ -15,7 +15,8 @@ from .tensor_ops import reshape
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
-           "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate"]
+           "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate", "remap",
+           "warp_perspective"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -200,18 +201,4 @@ def pad(src: Tensor, pad_width, mode: str = "constant", constant_value: float = 
     return apply("pad", x, pad_width=widths, mode=str(mode).lower(), value=float(constant_value))
 
 
-def interpolate(inp: Tensor, size=None, scale_factor=None, mode: str = "bilinear",
-                align_corners: Optional[bool] = None) -> Tensor:
-    """Resize NCHW images to `size` (or by `scale_factor`), "nearest" or "bilinear"."""
-    x = require_tensor("interpolate", inp)
-    mode = _check_mode("interpolate: mode", mode, ("nearest", "bilinear"))
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
-    if size is None:
-        fh, fw = (scale_factor, scale_factor) if not isinstance(scale_factor, (tuple, list)) \
-            else scale_factor
-        size = (int(x.shape[2] * fh), int(x.shape[3] * fw))
-    if mode == "nearest" and align_corners:
-        raise ValueError("interpolate: align_corners applies to bilinear mode only")
-    return apply("resize", x, size=pair("size", size), mode=mode,
-                 align_corners=bool(align_corners))
+from .vision import *  # noqa: E402,F401,F403  (MegEngine's F.nn re-exports F.vision)

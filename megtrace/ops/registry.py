@@ -72,6 +72,9 @@ class OpDef:
     mge: MgeOpr | MgeComposite | MgeChoice | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     fold_from_types: bool = False   # value depends only on input types (get_shape)
+    # TVM's inference passes see the op as one opaque call, lifted back unchanged (its
+    # lowering is a gather chain no lift converter could turn back into its opr).
+    opaque_in_optimize: bool = False
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)
