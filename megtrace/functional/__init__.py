@@ -1,5 +1,5 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
-from . import nn, vision
+from . import loss, nn, vision
 from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
 from .math import *  # noqa: F401,F403
@@ -10,5 +10,5 @@ from .reduction import max, mean, min, prod, sum  # noqa: A004
 from .tensor_ops import *  # noqa: F401,F403
 from .tensor_ops import __all__ as _tensor_all
 
-__all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
+__all__ = ["loss", "nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]

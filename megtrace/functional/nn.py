@@ -195,10 +195,26 @@ def adaptive_max_pool2d(inp: Tensor, oshp) -> Tensor:
 
 
 def pad(src: Tensor, pad_width, mode: str = "constant", constant_value: float = 0.0) -> Tensor:
-    """Pad each axis by (before, after); mode "constant", "reflect" or "replicate"."""
+    """Pad the leading axes by (before, after) pairs (axes without a pair are not padded);
+    mode "constant", "reflect" or "replicate" (alias "edge")."""
     x = require_tensor("pad", src)
-    widths = tuple((int(a), int(b)) for a, b in pad_width)
-    return apply("pad", x, pad_width=widths, mode=str(mode).lower(), value=float(constant_value))
+    mode = str(mode).lower()
+    assert mode in ["constant", "edge", "replicate", "reflect"]
+    if mode == "edge":
+        mode = "replicate"
+    widths = [(int(a), int(b)) for a, b in pad_width]
+    if len(widths) > x.ndim:
+        raise ValueError(f"pad: {len(widths)} (before, after) pairs for a {x.ndim}-d tensor")
+    widths += [(0, 0)] * (x.ndim - len(widths))
+    return apply("pad", x, pad_width=tuple(widths), mode=mode, value=float(constant_value))
 
 
-from .vision import *  # noqa: E402,F401,F403  (MegEngine's F.nn re-exports F.vision)
+# MegEngine's F.nn also holds the vision functionals and the losses.
+from .loss import *  # noqa: E402,F401,F403
+from .onehot import *  # noqa: E402,F401,F403
+from .onehot import __all__ as _onehot_all  # noqa: E402
+from .rearrange import *  # noqa: E402,F401,F403
+from .rearrange import __all__ as _rearrange_all  # noqa: E402
+from .vision import *  # noqa: E402,F401,F403
+
+__all__ += [*_onehot_all, *_rearrange_all]

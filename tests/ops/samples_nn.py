@@ -134,7 +134,56 @@ def _translation(rng):
     return np.array([[[1, 0, 1], [0, 1, 1], [0, 0, 1]]], np.float32)
 
 
+def _pick_ref(src, index, axis):
+    out = np.zeros(index.shape, src.dtype)
+    for pos in np.ndindex(*index.shape):
+        out[pos] = src[pos[:axis] + (index[pos],) + pos[axis:]]
+    return np.expand_dims(out, axis)
+
+
+def _window_ref(x, window, padding, stride, dilation):
+    n, c, h, w = x.shape
+    xp = np.zeros((n, c, h + 2 * padding[0], w + 2 * padding[1]), x.dtype)
+    xp[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w] = x
+    oh = (xp.shape[2] - dilation[0] * (window[0] - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (window[1] - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, c, oh, ow) + tuple(window), x.dtype)
+    for i, j, a, b in np.ndindex(oh, ow, *window):
+        out[:, :, i, j, a, b] = xp[:, :, i * stride[0] + a * dilation[0],
+                                   j * stride[1] + b * dilation[1]]
+    return out
+
+
+def _window_transpose_ref(x, out, window, padding, stride, dilation):
+    n, c, oh, ow = x.shape[:4]
+    img = np.zeros((n, c) + tuple(out))
+    for i, j, a, b in np.ndindex(oh, ow, *window):
+        r = i * stride[0] - padding[0] + a * dilation[0]
+        q = j * stride[1] - padding[1] + b * dilation[1]
+        if 0 <= r < out[0] and 0 <= q < out[1]:
+            img[:, :, r, q] += x[:, :, i, j, a, b]
+    return img
+
+
+_WINDOW = {"window": (3, 2), "padding": (1, 2), "stride": (2, 1), "dilation": (1, 3)}
+
+
 SAMPLES = [
+    Sample("indexing_one_hot", lambda rng: [f32(3, 4, 5)(rng),
+                                            rng.integers(0, 4, (3, 5)).astype(np.int32)],
+           {"axis": 1}, ref=_pick_ref),
+    Sample("indexing_one_hot", lambda rng: [f32(6, 3)(rng),
+                                            rng.integers(0, 3, (6,)).astype(np.int32)],
+           {"axis": 1}, ref=_pick_ref, tag="2d"),
+    Sample("one_hot", lambda rng: [rng.integers(0, 5, (2, 4)).astype(np.int32)],
+           {"num_classes": 5}, ref=lambda i, num_classes: np.eye(num_classes, dtype=i.dtype)[i]),
+    Sample("sliding_window", lambda rng: [f32(2, 3, 7, 8)(rng)], _WINDOW, ref=_window_ref),
+    Sample("sliding_window", lambda rng: [f32(1, 2, 5, 5)(rng)],
+           {"window": (3, 3), "padding": (0, 0), "stride": (1, 1), "dilation": (1, 1)},
+           ref=_window_ref, tag="plain"),
+    Sample("sliding_window_transpose", lambda rng: [f32(2, 3, 4, 9, 3, 2)(rng)],
+           {"out": (7, 8), **_WINDOW}, ref=_window_transpose_ref),
+
     Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)], {"size": (7, 3), "mode": "linear"},
            ref=_resize_linear_ref, tag="linear"),
     Sample("resize", lambda rng: [f32(2, 1, 6, 3)(rng)], {"size": (4, 8), "mode": "linear"},
@@ -168,6 +217,10 @@ SAMPLES = [
 ]
 
 BAD = [
+    ("sliding_window", [(1, 2, 3)], {}, "ShapeError", "4-d"),
+    ("sliding_window", [(1, 2, 2, 2)], {"window": (3, 3)}, "ShapeError", "does not fit"),
+    ("sliding_window_transpose", [(1, 2, 3, 3, 3, 3)], {"out": (6, 6)}, "ShapeError",
+     "does not match"),
     ("resize", [(1, 2, 3)], {"size": (2, 2)}, "ShapeError", "4-d"),
     ("resize", [(1, 2, 3, 4)], {"size": (0, 2)}, "ShapeError", "positive"),
     ("warp_perspective", [(1, 2, 3, 4), (1, 2, 3)], {"out": (2, 2)}, "ShapeError", "(batch, 3, 3)"),
