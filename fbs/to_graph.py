@@ -297,13 +297,51 @@ def _topk(g, opr, ins, _):
     return [values, indices]
 
 
-@rule("IndexingMultiAxisVec")
+def _index_items(g: Graph, opr: Opr, index_inputs: list[Var]):
+    """IndexDescMaskDump items paired with their inputs (in item order, as MegBrain reads
+    them): static (axis, begin, end, step, idx) rows and the (axis, index var) pairs."""
+    values = iter(index_inputs)
+    rows, vectors = [], []
+    for it in _fields(opr).get("items", []):
+        row = {}
+        for key in ("begin", "end", "step", "idx"):
+            if it[key]:
+                var = next(values, None)
+                if var is None:
+                    raise FormatError(f"{opr.type}: fewer index inputs than its items need")
+                row[key] = var
+        axis = int(it["axis"])
+        if "idx" in row and (row["idx"] not in g.consts or opr.type.startswith("Indexing")):
+            vectors.append((axis, row.pop("idx")))
+        if row:
+            rows.append((axis, *[None if row.get(k) is None else int(
+                _const_value(g, row[k], f"{opr.type} index").reshape(-1)[0])
+                for k in ("begin", "end", "step", "idx")]))
+    if next(values, None) is not None:
+        raise FormatError(f"{opr.type}: more index inputs than its items use")
+    return sorted(rows), sorted(vectors, key=lambda p: p[0])
+
+
+@rule("IndexingMultiAxisVec", "IndexingSetMultiAxisVec")
 def _indexing(g, opr, ins, _):
-    items = _fields(opr).get("items", [])
-    if len(items) != 1 or not items[0]["idx"] or len(ins) != 2:
-        raise UnsupportedOpError("IndexingMultiAxisVec: only one integer-vector index is "
-                                 "supported")
-    return list(g.add_node(get("take"), ins, {"axis": int(items[0]["axis"])}, _hint(opr)))
+    setting = opr.type == "IndexingSetMultiAxisVec"
+    head = ins[:2] if setting else ins[:1]
+    rows, vectors = _index_items(g, opr, ins[len(head):])
+    if not vectors:
+        raise FormatError(f"{opr.type} without an index vector")
+    slices = tuple((axis, b, e, s) for axis, b, e, s, _ in rows)
+    name = "indexing_set_multi_axis_vec" if setting else "indexing_multi_axis_vec"
+    return list(g.add_node(get(name), head + [v for _, v in vectors],
+                           {"slices": slices, "axes": tuple(a for a, _ in vectors)}, _hint(opr)))
+
+
+@rule("SetSubtensor")
+def _set_subtensor(g, opr, ins, _):
+    rows, vectors = _index_items(g, opr, ins[2:])
+    if vectors:
+        raise UnsupportedOpError("SetSubtensor with an index computed in the graph: megtrace "
+                                 "needs constant indices")
+    return list(g.add_node(get("set_subtensor"), ins[:2], {"index": tuple(rows)}, _hint(opr)))
 
 
 @rule("Argmax", "Argmin")

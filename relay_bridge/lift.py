@@ -38,9 +38,10 @@ def _ty(expr) -> TensorType:
 
 
 def lift(mod, input_names: list[str], output_names: list[str],
-         names: dict[str, str] | None = None) -> Graph:
+         names: dict[str, str] | None = None, kept: dict | None = None) -> Graph:
     """The `main` function of `mod` (one dataflow block) as a megtrace Graph; `names` maps
-    Relax variable names back to the original node names (for keep_opr_name/var names)."""
+    Relax variable names back to the original node names (for keep_opr_name/var names);
+    `kept` maps the opaque calls optimize.to_relax_for_inference made back to their nodes."""
     rx = relax()
     from tvm.ir.expr import GenericConst as Const
     func = mod["main"]
@@ -49,8 +50,9 @@ def lift(mod, input_names: list[str], output_names: list[str],
     for param, name in zip(func.params, input_names):
         env[param] = g.add_input(_ty(param), name)
     bindings = [b for block in func.body.blocks for b in block.bindings]
+    opaque = "relax.call_pure_packed"
     missing = sorted({b.value.op.name for b in bindings if isinstance(b.value, rx.Call)
-                      and b.value.op.name not in CONVERTERS})
+                      and b.value.op.name not in CONVERTERS and b.value.op.name != opaque})
     if missing:
         raise UnsupportedOpError(f"lift: no megtrace operator for {', '.join(missing)}")
 
@@ -63,6 +65,13 @@ def lift(mod, input_names: list[str], output_names: list[str],
         v = b.value
         if isinstance(v, rx.Call):
             args = [arg(a) if isinstance(a, (rx.Var, Const)) else a for a in v.args]
+            if v.op.name == opaque:
+                node = (kept or {}).get(str(v.args[0].global_symbol))
+                if node is None:
+                    raise UnsupportedOpError(f"lift: unknown packed call {v.args[0]}")
+                outs = list(g.add_node(node.op, args[1:], node.kwargs))
+                env[b.var] = outs[0] if len(outs) == 1 else outs
+                continue
             outs = CONVERTERS[v.op.name](g, v, args, _ty(b.var))
             hint = (names or {}).get(b.var.name, "")
             if hint and g.nodes and outs[0] is g.nodes[-1].outputs[0]:
