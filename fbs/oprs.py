@@ -59,6 +59,9 @@ KNOWN_V1 = frozenset({
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",
 })
+# sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals
+KNOWN_V1 |= {"Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
+             "Eye"}
 
 
 # FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its
