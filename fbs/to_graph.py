@@ -16,6 +16,7 @@ from megtrace.errors import FormatError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 
+from .load_collapse import Collapse, LoaderModel
 from .reader import ModelFile, Opr
 
 Rule = Callable[[Graph, Opr, list[Var], dict], list[Var | None]]
@@ -64,14 +65,31 @@ def _hint(opr: Opr) -> str:
 
 
 def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
-    """Build a typed Graph; `input_types` overrides the shapes recorded in the file."""
+    """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
+    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
+    graph, collapses = _build(model, input_types)
+    refused = [c for c in collapses if c.refused]
+    if refused:
+        raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
+    return graph
+
+
+def find_collapses(model: ModelFile) -> list[Collapse]:
+    """Every opr that MegEngine's loader does not rebuild as written (refused or not)."""
+    return _build(model, None)[1]
+
+
+def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
     unknown = sorted({o.type for o in model.oprs
                       if o.type not in RULES and o.type not in spec_index()})
     if unknown:
         raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
     g = Graph()
     env: dict[int, Var | None] = {}
-    for opr in model.oprs:
+    loader = LoaderModel(lambda i: _type_of(env, i, "shape"),
+                         lambda i: g.consts.get(env.get(i)), lambda i: _type_of(env, i, "dtype"))
+    collapses: list[Collapse] = []
+    for index, opr in enumerate(model.oprs):
         try:
             ins = [env[i] for i in opr.inputs]
         except KeyError as e:
@@ -83,12 +101,21 @@ def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = No
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
                               f"{len(outs)}")
         env.update(zip(opr.outputs, outs))
+        collapse = loader.collapse(index, opr)
+        if collapse is not None:
+            collapses.append(collapse)
+        loader.record(opr, collapse)
     try:
         outputs = [env[i] for i in model.output_ids]
     except KeyError as e:
         raise FormatError(f"output id {e.args[0]} is not produced by any opr") from None
     g.set_outputs(outputs, model.output_names())
-    return g.prune()
+    return g.prune(), collapses
+
+
+def _type_of(env: dict, vid: int, what: str):
+    var = env.get(vid)
+    return None if var is None else getattr(var.type, what)
 
 
 # -- sources ----------------------------------------------------------------------------

@@ -57,9 +57,16 @@ def lift(mod, input_names: list[str], output_names: list[str],
         raise UnsupportedOpError(f"lift: no megtrace operator for {', '.join(missing)}")
 
     def arg(a):
+        """A Relax argument as megtrace values: constants become graph constants and an
+        inline tuple (concat's operand list) a list of them; attributes-like arguments
+        (PrimValue, ShapeExpr) are passed on for the converter to read."""
         if isinstance(a, Const):
             return g.add_const(a.value.numpy())
-        return env[a]
+        if _tensor_tuple(a):
+            return [arg(f) for f in a.fields]
+        if isinstance(a, rx.Var):
+            return env[a]
+        return a
 
     def _tensor_tuple(a):       # concat's operands inline, not bound to a tuple var
         return isinstance(a, rx.Tuple) and a.fields and \
@@ -68,8 +75,7 @@ def lift(mod, input_names: list[str], output_names: list[str],
     for b in bindings:
         v = b.value
         if isinstance(v, rx.Call):
-            args = [arg(a) if isinstance(a, (rx.Var, Const)) else
-                    [arg(f) for f in a.fields] if _tensor_tuple(a) else a for a in v.args]
+            args = [arg(a) for a in v.args]
             if v.op.name == opaque:
                 node = (kept or {}).get(str(v.args[0].global_symbol))
                 if node is None:
@@ -92,7 +98,7 @@ def lift(mod, input_names: list[str], output_names: list[str],
         else:
             raise UnsupportedOpError(f"lift: cannot lift a {type(v).__name__} binding")
     body = func.body.body
-    outs = env[body] if not isinstance(body, rx.Tuple) else [arg(f) for f in body.fields]
+    outs = arg(body)
     outs = outs if isinstance(outs, list) else [outs]
     g.set_outputs(outs, output_names)
     return g.prune()
