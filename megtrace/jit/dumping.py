@@ -57,6 +57,13 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
         raise TraceError("trace: call the traced function once before dump()")
     entry = next(iter(self._entries.values()))
     graph = entry.graph
+    drawn = [v for v in graph.inputs if v in entry.sources and entry.sources[v].kind == "rng"]
+    if drawn:
+        from ..errors import UnsupportedOpError
+        raise UnsupportedOpError(
+            "dump: megtrace.random ops cannot be written to a .mge yet (MegEngine writes "
+            "them as UniformRNG/GaussianRNG/... oprs whose param tables megtrace's schema "
+            f"lacks); the graph draws {len(drawn)} random key(s)")
     if not graph.outputs:
         raise ValueError("the traced function without return values cannot be dumped, the "
                          "traced function should return List[Tensor] or Dict[str, Tensor]")
