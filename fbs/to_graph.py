@@ -163,12 +163,29 @@ def _elemwise(g, opr, ins, shapes):
                      _bin(g, "mul", _bin(g, "minimum", x, zero, hint), slope, hint), hint)]
     if mode == "CLIP":
         return [_bin(g, "minimum", _bin(g, "maximum", ins[0], ins[1], hint), ins[2], hint)]
+    if mode in _SAME_DTYPE_COMPARE:      # 0/1 in the operands' dtype, not bool
+        if mode == "EQ" and ins[0] is ins[1] and ins[0].type.dtype in ("float32", "float16"):
+            # x == x is MegEngine's NaN test; TVM would simplify it to true
+            flag = _un(g, "logical_not", _un(g, "isnan", ins[0], hint), hint)
+        else:
+            flag = g.add_node(get(_SAME_DTYPE_COMPARE[mode]), ins, {}, hint)[0]
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
     if mode == "SWITCH_GT0":     # (x > 0) * y
         zero = g.add_const(np.zeros((), ins[0].type.dtype))
         mask = g.add_node(get("gt"), [ins[0], zero], {}, hint)[0]
         zeros = g.add_const(np.zeros((), ins[1].type.dtype))
         return list(g.add_node(get("where"), [mask, ins[1], zeros], {}, hint))
     return _generic(g, opr, ins, shapes)
+
+
+_SAME_DTYPE_COMPARE = {"LT": "lt", "LEQ": "le", "EQ": "eq"}
+
+
+@rule("Dot")
+def _dot(g, opr, ins, _):
+    """MegEngine's Dot gives shape (1,); our dot a scalar."""
+    (out,) = g.add_node(get("dot"), ins, {}, _hint(opr))
+    return list(g.add_node(get("reshape"), [out], {"shape": (1,)}, _hint(opr)))
 
 
 # -- shape arithmetic (folds to constants for concrete input shapes) ------------------------
@@ -317,7 +334,8 @@ def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
     if f.get("mode") == "KTH_ONLY":
-        raise UnsupportedOpError("TopK KTH_ONLY is not supported")
+        return list(g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
+                               _hint(opr)))
     # MegEngine's TopK is ascending for positive k; a negative k asks for the largest.
     values, indices = g.add_node(get("topk"), ins[:1], {"k": abs(k), "descending": k < 0},
                                  _hint(opr))
