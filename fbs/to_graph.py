@@ -318,6 +318,31 @@ def _adaptive_pool(g, opr, ins, _):
                            _hint(opr)))
 
 
+@rule("ResizeV2")
+def _resize(g, opr, ins, _):
+    f = _fields(opr)
+    if f.get("format") != "NCHW":
+        raise UnsupportedOpError(f"Resize format {f.get('format')} is not supported")
+    modes = {"NEAREST": "nearest", "LINEAR": "linear", "CUBIC": "cubic"}
+    if f.get("imode") not in modes:
+        raise UnsupportedOpError(f"Resize imode {f.get('imode')} is not supported")
+    size = tuple(int(d) for d in _const_value(g, ins[1], "Resize output size").reshape(-1))
+    return list(g.add_node(get("resize"), ins[:1], {"size": size, "mode": modes[f["imode"]]},
+                           _hint(opr)))
+
+
+@rule("WarpPerspectiveV2")
+def _warp_perspective(g, opr, ins, _):
+    f = _fields(opr)
+    if f.get("format") != "NCHW" or f.get("imode") != "LINEAR":
+        raise UnsupportedOpError(f"WarpPerspective format {f.get('format')} imode "
+                                 f"{f.get('imode')} is not supported")
+    out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpPerspective output size")
+                .reshape(-1))
+    return list(g.add_node(get("warp_perspective"), ins[:-1], {
+        "out": out, "border": f["bmode"], "border_val": float(f["border_val"])}, _hint(opr)))
+
+
 @rule("Padding")
 def _padding(g, opr, ins, _):
     f = _fields(opr)
