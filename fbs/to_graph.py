@@ -149,6 +149,9 @@ def _bin(g, name, a, b, hint):
     return g.add_node(get(name), [a, b], {}, hint)[0]
 
 
+_COMPARE = {"LT": "lt", "LEQ": "le", "EQ": "eq"}
+
+
 @rule("Elemwise")
 def _elemwise(g, opr, ins, shapes):
     mode = _fields(opr).get("mode")
@@ -161,31 +164,21 @@ def _elemwise(g, opr, ins, shapes):
         zero = g.add_const(np.zeros((), x.type.dtype))
         return [_bin(g, "add", _bin(g, "maximum", x, zero, hint),
                      _bin(g, "mul", _bin(g, "minimum", x, zero, hint), slope, hint), hint)]
+    if mode == "EQ" and ins[0] is ins[1] and ins[0].type.dtype in ("float32", "float16"):
+        # x == x is MegEngine's NaN test (how it dumps isnan); TVM would fold it to true
+        flag = _un(g, "logical_not", _un(g, "isnan", ins[0], hint), hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
+    if mode in _COMPARE:        # MegEngine compares in the operands' dtype (0/1 values)
+        (flag,) = g.add_node(get(_COMPARE[mode]), ins, {}, hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
     if mode == "CLIP":
         return [_bin(g, "minimum", _bin(g, "maximum", ins[0], ins[1], hint), ins[2], hint)]
-    if mode in _SAME_DTYPE_COMPARE:      # 0/1 in the operands' dtype, not bool
-        if mode == "EQ" and ins[0] is ins[1] and ins[0].type.dtype in ("float32", "float16"):
-            # x == x is MegEngine's NaN test; TVM would simplify it to true
-            flag = _un(g, "logical_not", _un(g, "isnan", ins[0], hint), hint)
-        else:
-            flag = g.add_node(get(_SAME_DTYPE_COMPARE[mode]), ins, {}, hint)[0]
-        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
     if mode == "SWITCH_GT0":     # (x > 0) * y
         zero = g.add_const(np.zeros((), ins[0].type.dtype))
         mask = g.add_node(get("gt"), [ins[0], zero], {}, hint)[0]
         zeros = g.add_const(np.zeros((), ins[1].type.dtype))
         return list(g.add_node(get("where"), [mask, ins[1], zeros], {}, hint))
     return _generic(g, opr, ins, shapes)
-
-
-_SAME_DTYPE_COMPARE = {"LT": "lt", "LEQ": "le", "EQ": "eq"}
-
-
-@rule("Dot")
-def _dot(g, opr, ins, _):
-    """MegEngine's Dot gives shape (1,); our dot a scalar."""
-    (out,) = g.add_node(get("dot"), ins, {}, _hint(opr))
-    return list(g.add_node(get("reshape"), [out], {"shape": (1,)}, _hint(opr)))
 
 
 # -- shape arithmetic (folds to constants for concrete input shapes) ------------------------
@@ -359,8 +352,9 @@ def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
     if f.get("mode") == "KTH_ONLY":
-        return list(g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
-                               _hint(opr)))
+        (value,) = g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
+                              _hint(opr))
+        return [value] + [None] * (len(opr.outputs) - 1)
     # MegEngine's TopK is ascending for positive k; a negative k asks for the largest.
     values, indices = g.add_node(get("topk"), ins[:1], {"k": abs(k), "descending": k < 0},
                                  _hint(opr))
@@ -420,3 +414,10 @@ def _arg(g, opr, ins, _):
     return list(g.add_node(get("arg_reduce"), ins[:1], {"mode": mode,
                                                        "axis": _fields(opr).get("axis", 0),
                                                        "keepdims": True}, _hint(opr)))
+
+
+@rule("Dot")
+def _dot(g, opr, ins, _):
+    """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
+    (y,) = g.add_node(get("dot"), ins, {}, _hint(opr))
+    return list(g.add_node(get("reshape"), [y], {"shape": (1,)}, _hint(opr)))

@@ -115,14 +115,14 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
     import warnings
 
     from relay_bridge.optimize import optimize_for_inference
-    from ..errors import UnsupportedOpError
+    from ..errors import OptimizationSkippedWarning, UnsupportedOpError
     try:
         return optimize_for_inference(
             graph, fuse_conv_bias_nonlinearity=bool(kwargs.get("enable_fuse_conv_bias_nonlinearity")),
             fuse_grain=bool(kwargs.get("enable_fuse_grain", True)))
     except UnsupportedOpError as e:
         warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
-                      "traced", stacklevel=3)
+                      "traced", OptimizationSkippedWarning, stacklevel=3)
         return graph, 0
 
 

@@ -20,13 +20,7 @@ CONCAT = MgeOpr("Concat", "Axis", fields=lambda p: {"axis": p["axis"]},
                 decode=lambda f: {"axis": f["axis"]})
 RESHAPE = MgeOpr("ReshapeV1", "OptionalAxisV1")
 TYPE_CVT = MgeOpr("TypeCvtV2", "DType", fields=lambda p: {"type": _dt.info(p["dtype"]).mge_enum},
-                  decode=lambda f: {"dtype": _enum_dtype(f["type"])})
-
-
-def _enum_dtype(value) -> str:
-    """A DTypeEnum field as the reader gives it: its value, or its name ("Int32")."""
-    return (_dt.BY_MGE_ENUM[value] if isinstance(value, int) else
-            _dt.BY_NAME[str(value).lower()]).name
+                  decode=lambda f: {"dtype": _dt.from_mge_enum(f["type"]).name})
 
 
 def _dummy(t: TensorType) -> np.ndarray:
