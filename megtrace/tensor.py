@@ -62,6 +62,8 @@ class Tensor:
     def __init__(self, data: Any = _NO_DATA, dtype: Any = None, device: Any = None,
                  is_const: bool = False, no_cache: bool = False, name: str | None = None,
                  format: str = "default"):
+        if data is _NO_DATA:
+            raise TypeError("Tensor.__init__() missing 1 required positional argument: 'data'")
         if name is not None:
             self._name = name
 
