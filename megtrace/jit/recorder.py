@@ -91,6 +91,17 @@ class TraceRecorder:
         self._keep.append(t)
         return var
 
+    def random_key(self, key: Tensor, stream) -> None:
+        """A megtrace.random key drawn while tracing: an input of the graph (not a
+        constant), so that every run of the compiled graph draws a new one."""
+        var = self.graph.add_input(TensorType(key.shape, key.dtype),
+                                   f"rng_key_{len(self.externals)}")
+        self.sources[var] = Source("rng", stream=stream)
+        self.externals.append(var)
+        self._values[var] = key.numpy()
+        self._vars[id(key)] = var
+        self._keep.append(key)
+
     # -- ops ----------------------------------------------------------------------------
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         in_vars = [self.var_of(t) for t in inputs]

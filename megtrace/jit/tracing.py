@@ -187,12 +187,13 @@ class trace:
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
                            out_vars, tree, rec.value_required)
-        if self._without_host and entry.externals:
+        unknown = [v for v in entry.externals if entry.sources[v].kind == "external"]
+        if self._without_host and unknown:
             raise TraceError.with_detail(
                 "have some unknown input tensors in trace result, maybe you can set "
                 "`capture_as_const=True` when trace",
                 "without_host runs only the compiled graph, which cannot read tensors from "
-                "outside the function: " + ", ".join(v.name_hint for v in entry.externals))
+                "outside the function: " + ", ".join(v.name_hint for v in unknown))
         entry.simplify = abs(self._opt_level) >= 1
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
@@ -202,7 +203,7 @@ class trace:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])
         if self._symbolic:
             feeds = {v: rec._values[v] for _, v in entry.args}
-            feeds.update(_external_feeds(entry))
+            feeds.update(_external_feeds(entry, drawn=rec._values))
             results = self._run_entry(entry, feeds)
             values = [results[v] if v in results else _source_value(entry, v, feeds)
                       for v in out_vars]
@@ -301,12 +302,18 @@ def _check_type(name: str, value, cls) -> None:
                         f"{type(value).__name__}")
 
 
-def _external_feeds(entry: TraceEntry) -> dict[Var, np.ndarray]:
+def _external_feeds(entry: TraceEntry, drawn: dict | None = None) -> dict[Var, np.ndarray]:
+    """Outside values of a run without Python: external tensors as they are now, and a
+    new key for each random op (`drawn`: the keys Python drew while tracing)."""
     feeds = {}
     for var in entry.externals:
-        t = entry.sources[var].outside()
+        source = entry.sources[var]
+        if source.kind == "rng":
+            feeds[var] = drawn[var] if drawn is not None else source.stream.next_key()
+            continue
+        t = source.outside()
         if t is None:
-            raise TraceError(f"trace error because external {var.name_hint} no longer exists")
+            raise TraceError.because(f"external {var.name_hint} no longer exists")
         feeds[var] = t.numpy()
     return feeds
 
