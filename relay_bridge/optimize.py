@@ -30,6 +30,9 @@ class _Named:
     def emit(self, expr):
         return self.bb.emit(expr, name_hint=self.name)
 
+    def normalize(self, expr):
+        return self.bb.normalize(expr)
+
 
 def to_relax_for_inference(graph: Graph, kept: dict | None = None) -> tuple:
     """Like lower.to_relax, but BatchNorm as R.nn.batch_norm so TVM can fold it; also
