@@ -57,6 +57,13 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
         raise TraceError("trace: call the traced function once before dump()")
     entry = next(iter(self._entries.values()))
     graph = entry.graph
+    drawn = [v for v in graph.inputs if v in entry.sources and entry.sources[v].kind == "rng"]
+    if drawn:
+        from ..errors import UnsupportedOpError
+        raise UnsupportedOpError(
+            "dump: megtrace.random ops cannot be written to a .mge yet (MegEngine writes "
+            "them as UniformRNG/GaussianRNG/... oprs whose param tables megtrace's schema "
+            f"lacks); the graph draws {len(drawn)} random key(s)")
     if not graph.outputs:
         raise ValueError("the traced function without return values cannot be dumped, the "
                          "traced function should return List[Tensor] or Dict[str, Tensor]")
@@ -108,14 +115,14 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
     import warnings
 
     from relay_bridge.optimize import optimize_for_inference
-    from ..errors import UnsupportedOpError
+    from ..errors import OptimizationSkippedWarning, UnsupportedOpError
     try:
         return optimize_for_inference(
             graph, fuse_conv_bias_nonlinearity=bool(kwargs.get("enable_fuse_conv_bias_nonlinearity")),
             fuse_grain=bool(kwargs.get("enable_fuse_grain", True)))
     except UnsupportedOpError as e:
         warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
-                      "traced", stacklevel=3)
+                      "traced", OptimizationSkippedWarning, stacklevel=3)
         return graph, 0
 
 
