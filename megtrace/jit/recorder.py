@@ -25,6 +25,7 @@ class TraceRecorder:
         self.sources: dict[Var, Source] = {}
         self.externals: list[Var] = []
         self.value_required: set[Var] = set()
+        self.read_args: set[Var] = set()                 # arguments whose value Python read
         self._values: dict[Var, np.ndarray] = {}        # known values (args, eager results)
         self._vars: dict[int, Var] = {}
         self._keep: list[Tensor] = []                    # keeps ids in _vars valid
@@ -127,6 +128,9 @@ class TraceRecorder:
         (In symbolic mode the value is computed now by the NumPy interpreter.)"""
         if t._var not in self.graph.consts:
             self.value_required.add(t._var)
+        source = self.sources.get(t._var)
+        if source is not None and source.kind == "arg":
+            self.read_args.add(t._var)
         return self._value_of(t._var)
 
     def output_values(self, vars_: list[Var]) -> list[np.ndarray]:
