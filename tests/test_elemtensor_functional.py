@@ -163,3 +163,25 @@ def test_matinv_and_svd_trace(symbolic, rng):
                                    rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(singular(mge.tensor(x)).numpy(),
                                    np.linalg.svd(x.astype(np.float64))[1], rtol=1e-4)
+
+
+def test_arange_linspace_match_megengine_bit_for_bit():
+    """Golden float32 values from MegEngine 1.13 (tests/data/make_megengine_arange.py)."""
+    import json
+    from pathlib import Path
+    golden = json.loads((Path(__file__).parent / "data" /
+                         "megengine_arange_linspace.json").read_text())
+    for args, want in golden["arange"]:
+        np.testing.assert_array_equal(F.arange(*args).numpy(), np.array(want, np.float32))
+    for args, want in golden["linspace"]:
+        np.testing.assert_array_equal(F.linspace(*args).numpy(), np.array(want, np.float32))
+
+
+def test_creation_dtypes_and_devices():
+    assert F.full((2,), True).dtype == np.bool_ and F.full(3, 4).dtype == np.int32
+    assert F.full((2, 2), 1.5).dtype == np.float32
+    assert F.zeros(mge.tensor([2, 3])).shape == (2, 3)
+    assert str(F.ones((2,), device="cpu1").device).startswith("cpu1")
+    assert F.zeros_like(mge.tensor([1, 2])).dtype == np.int32
+    np.testing.assert_array_equal(F.linspace(0, 10, 4, dtype="int32").numpy(), [0, 3, 6, 10])
+    np.testing.assert_array_equal(F.eye(2, 3, dtype="int32").numpy(), np.eye(2, 3))
