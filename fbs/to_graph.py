@@ -12,10 +12,11 @@ from typing import Callable
 
 import numpy as np
 
-from megtrace.errors import FormatError, UnsupportedOpError
+from megtrace.errors import FormatError, UnsupportedModelError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 
+from .load_collapse import Collapse, LoaderModel
 from .reader import ModelFile, Opr
 
 Rule = Callable[[Graph, Opr, list[Var], dict], list[Var | None]]
@@ -63,32 +64,86 @@ def _hint(opr: Opr) -> str:
     return opr.name or opr.type
 
 
+# Param fields whose other values megtrace does not compute (the ops assume NCHW,
+# cross-correlation, BatchNorm over channels, ...): a file using them is refused rather
+# than run differently from MegEngine. Every other field a rule reads is implemented.
+SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
+    "Convolution": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",)},
+    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",),
+                 "nonlineMode": ("IDENTITY", "RELU", "SIGMOID")},
+    "Pooling": {"format": ("NCHW",)},
+    "AdaptivePooling": {"format": ("NCHW",)},
+    "MatrixMul": {"format": ("DEFAULT",)},
+    "BN": {"param_dim": ("DIM_1C11",), "fwd_mode": ("INFERENCE",)},
+    "Reduce": {"data_type": (0, 2)},            # DEFAULT, FLOAT_O32xC32
+    "Cumsum": {"exclusive": (False,), "reverse": (False,)},
+    "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
+}
+
+
+def check_params(opr: Opr) -> None:
+    """Refuse an opr whose params ask for something megtrace does not compute."""
+    for table, fields in opr.params:
+        for name, allowed in SUPPORTED_VALUES.get(table, {}).items():
+            if name in fields and fields[name] not in allowed:
+                raise UnsupportedModelError(
+                    f"{opr.type}: param {table}.{name}={fields[name]!r} is not supported "
+                    f"(megtrace computes {name} in {', '.join(map(repr, allowed))} only)")
+
+
 def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
-    """Build a typed Graph; `input_types` overrides the shapes recorded in the file."""
+    """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
+    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
+    graph, collapses = _build(model, input_types)
+    refused = [c for c in collapses if c.refused]
+    if refused:
+        raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
+    return graph
+
+
+def find_collapses(model: ModelFile) -> list[Collapse]:
+    """Every opr that MegEngine's loader does not rebuild as written (refused or not)."""
+    return _build(model, None)[1]
+
+
+def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
     unknown = sorted({o.type for o in model.oprs
                       if o.type not in RULES and o.type not in spec_index()})
     if unknown:
         raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
     g = Graph()
     env: dict[int, Var | None] = {}
-    for opr in model.oprs:
+    loader = LoaderModel(lambda i: _type_of(env, i, "shape"),
+                         lambda i: g.consts.get(env.get(i)), lambda i: _type_of(env, i, "dtype"))
+    collapses: list[Collapse] = []
+    for index, opr in enumerate(model.oprs):
         try:
             ins = [env[i] for i in opr.inputs]
         except KeyError as e:
             raise FormatError(f"{opr.type}: input id {e.args[0]} is not defined before it") from None
         if any(v is None for v in ins):
             raise FormatError(f"{opr.type}: uses an output that megtrace does not model")
+        check_params(opr)
         outs = RULES.get(opr.type, _generic)(g, opr, ins, input_types or {})
         if len(outs) != len(opr.outputs):
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
                               f"{len(outs)}")
         env.update(zip(opr.outputs, outs))
+        collapse = loader.collapse(index, opr)
+        if collapse is not None:
+            collapses.append(collapse)
+        loader.record(opr, collapse)
     try:
         outputs = [env[i] for i in model.output_ids]
     except KeyError as e:
         raise FormatError(f"output id {e.args[0]} is not produced by any opr") from None
     g.set_outputs(outputs, model.output_names())
-    return g.prune()
+    return g.prune(), collapses
+
+
+def _type_of(env: dict, vid: int, what: str):
+    var = env.get(vid)
+    return None if var is None else getattr(var.type, what)
 
 
 # -- sources ----------------------------------------------------------------------------
@@ -122,6 +177,9 @@ def _bin(g, name, a, b, hint):
     return g.add_node(get(name), [a, b], {}, hint)[0]
 
 
+_COMPARE = {"LT": "lt", "LEQ": "le", "EQ": "eq"}
+
+
 @rule("Elemwise")
 def _elemwise(g, opr, ins, shapes):
     mode = _fields(opr).get("mode")
@@ -134,6 +192,13 @@ def _elemwise(g, opr, ins, shapes):
         zero = g.add_const(np.zeros((), x.type.dtype))
         return [_bin(g, "add", _bin(g, "maximum", x, zero, hint),
                      _bin(g, "mul", _bin(g, "minimum", x, zero, hint), slope, hint), hint)]
+    if mode == "EQ" and ins[0] is ins[1] and ins[0].type.dtype in ("float32", "float16"):
+        # x == x is MegEngine's NaN test (how it dumps isnan); TVM would fold it to true
+        flag = _un(g, "logical_not", _un(g, "isnan", ins[0], hint), hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
+    if mode in _COMPARE:        # MegEngine compares in the operands' dtype (0/1 values)
+        (flag,) = g.add_node(get(_COMPARE[mode]), ins, {}, hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
     if mode == "CLIP":
         return [_bin(g, "minimum", _bin(g, "maximum", ins[0], ins[1], hint), ins[2], hint)]
     if mode == "SWITCH_GT0":     # (x > 0) * y
@@ -274,6 +339,31 @@ def _adaptive_pool(g, opr, ins, _):
                            _hint(opr)))
 
 
+@rule("ResizeV2")
+def _resize(g, opr, ins, _):
+    f = _fields(opr)
+    if f.get("format") != "NCHW":
+        raise UnsupportedOpError(f"Resize format {f.get('format')} is not supported")
+    modes = {"NEAREST": "nearest", "LINEAR": "linear", "CUBIC": "cubic"}
+    if f.get("imode") not in modes:
+        raise UnsupportedOpError(f"Resize imode {f.get('imode')} is not supported")
+    size = tuple(int(d) for d in _const_value(g, ins[1], "Resize output size").reshape(-1))
+    return list(g.add_node(get("resize"), ins[:1], {"size": size, "mode": modes[f["imode"]]},
+                           _hint(opr)))
+
+
+@rule("WarpPerspectiveV2")
+def _warp_perspective(g, opr, ins, _):
+    f = _fields(opr)
+    if f.get("format") != "NCHW" or f.get("imode") != "LINEAR":
+        raise UnsupportedOpError(f"WarpPerspective format {f.get('format')} imode "
+                                 f"{f.get('imode')} is not supported")
+    out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpPerspective output size")
+                .reshape(-1))
+    return list(g.add_node(get("warp_perspective"), ins[:-1], {
+        "out": out, "border": f["bmode"], "border_val": float(f["border_val"])}, _hint(opr)))
+
+
 @rule("Padding")
 def _padding(g, opr, ins, _):
     f = _fields(opr)
@@ -290,20 +380,60 @@ def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
     if f.get("mode") == "KTH_ONLY":
-        raise UnsupportedOpError("TopK KTH_ONLY is not supported")
+        (value,) = g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
+                              _hint(opr))
+        return [value] + [None] * (len(opr.outputs) - 1)
     # MegEngine's TopK is ascending for positive k; a negative k asks for the largest.
     values, indices = g.add_node(get("topk"), ins[:1], {"k": abs(k), "descending": k < 0},
                                  _hint(opr))
     return [values, indices]
 
 
-@rule("IndexingMultiAxisVec")
+def _index_items(g: Graph, opr: Opr, index_inputs: list[Var]):
+    """IndexDescMaskDump items paired with their inputs (in item order, as MegBrain reads
+    them): static (axis, begin, end, step, idx) rows and the (axis, index var) pairs."""
+    values = iter(index_inputs)
+    rows, vectors = [], []
+    for it in _fields(opr).get("items", []):
+        row = {}
+        for key in ("begin", "end", "step", "idx"):
+            if it[key]:
+                var = next(values, None)
+                if var is None:
+                    raise FormatError(f"{opr.type}: fewer index inputs than its items need")
+                row[key] = var
+        axis = int(it["axis"])
+        if "idx" in row and (row["idx"] not in g.consts or opr.type.startswith("Indexing")):
+            vectors.append((axis, row.pop("idx")))
+        if row:
+            rows.append((axis, *[None if row.get(k) is None else int(
+                _const_value(g, row[k], f"{opr.type} index").reshape(-1)[0])
+                for k in ("begin", "end", "step", "idx")]))
+    if next(values, None) is not None:
+        raise FormatError(f"{opr.type}: more index inputs than its items use")
+    return sorted(rows), sorted(vectors, key=lambda p: p[0])
+
+
+@rule("IndexingMultiAxisVec", "IndexingSetMultiAxisVec")
 def _indexing(g, opr, ins, _):
-    items = _fields(opr).get("items", [])
-    if len(items) != 1 or not items[0]["idx"] or len(ins) != 2:
-        raise UnsupportedOpError("IndexingMultiAxisVec: only one integer-vector index is "
-                                 "supported")
-    return list(g.add_node(get("take"), ins, {"axis": int(items[0]["axis"])}, _hint(opr)))
+    setting = opr.type == "IndexingSetMultiAxisVec"
+    head = ins[:2] if setting else ins[:1]
+    rows, vectors = _index_items(g, opr, ins[len(head):])
+    if not vectors:
+        raise FormatError(f"{opr.type} without an index vector")
+    slices = tuple((axis, b, e, s) for axis, b, e, s, _ in rows)
+    name = "indexing_set_multi_axis_vec" if setting else "indexing_multi_axis_vec"
+    return list(g.add_node(get(name), head + [v for _, v in vectors],
+                           {"slices": slices, "axes": tuple(a for a, _ in vectors)}, _hint(opr)))
+
+
+@rule("SetSubtensor")
+def _set_subtensor(g, opr, ins, _):
+    rows, vectors = _index_items(g, opr, ins[2:])
+    if vectors:
+        raise UnsupportedOpError("SetSubtensor with an index computed in the graph: megtrace "
+                                 "needs constant indices")
+    return list(g.add_node(get("set_subtensor"), ins[:2], {"index": tuple(rows)}, _hint(opr)))
 
 
 @rule("Argmax", "Argmin")
@@ -312,3 +442,10 @@ def _arg(g, opr, ins, _):
     return list(g.add_node(get("arg_reduce"), ins[:1], {"mode": mode,
                                                        "axis": _fields(opr).get("axis", 0),
                                                        "keepdims": True}, _hint(opr)))
+
+
+@rule("Dot")
+def _dot(g, opr, ins, _):
+    """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
+    (y,) = g.add_node(get("dot"), ins, {}, _hint(opr))
+    return list(g.add_node(get("reshape"), [y], {"shape": (1,)}, _hint(opr)))

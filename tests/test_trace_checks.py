@@ -134,3 +134,24 @@ def test_int_and_float_take_any_one_element_tensor():
     assert int(mge.tensor([[3]])) == 3 and float(mge.tensor([2.5])) == 2.5
     with pytest.raises(TypeError, match="one-element"):
         int(mge.tensor([1, 2]))
+
+
+def test_argument_values_read_by_python_trace_again_per_value():
+    runs = []
+
+    @trace
+    def fn(data, repeats):
+        runs.append(1)
+        return mge.functional.repeat(data, int(repeats), axis=0)
+
+    data = mge.tensor(np.arange(4, dtype=np.float32).reshape(2, 2))
+    for n in (1, 2, 3, 2, 3):
+        got = fn(data, mge.tensor(n)).numpy()
+        np.testing.assert_equal(got, np.repeat(data.numpy(), n, axis=0))
+    assert len(runs) == 5 and len(fn._entries) == 3    # replays for the repeated values
+
+
+def test_integer_powers_give_float32():
+    x = mge.tensor([1, 2, 3])
+    assert (x ** 2).dtype == np.float32
+    np.testing.assert_allclose((x ** -1).numpy(), [1.0, 0.5, 1 / 3], rtol=1e-6)

@@ -3,9 +3,9 @@ keep tracing.py about tracing). Options, defaults and errors follow MegEngine 1.
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
+from .. import atomic_io
 from ..errors import TraceError
 from ..ir import Graph
 
@@ -57,6 +57,13 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
         raise TraceError("trace: call the traced function once before dump()")
     entry = next(iter(self._entries.values()))
     graph = entry.graph
+    drawn = [v for v in graph.inputs if v in entry.sources and entry.sources[v].kind == "rng"]
+    if drawn:
+        from ..errors import UnsupportedOpError
+        raise UnsupportedOpError(
+            "dump: megtrace.random ops cannot be written to a .mge yet (MegEngine writes "
+            "them as UniformRNG/GaussianRNG/... oprs whose param tables megtrace's schema "
+            f"lacks); the graph draws {len(drawn)} random key(s)")
     if not graph.outputs:
         raise ValueError("the traced function without return values cannot be dumped, the "
                          "traced function should return List[Tensor] or Dict[str, Tensor]")
@@ -108,14 +115,14 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
     import warnings
 
     from relay_bridge.optimize import optimize_for_inference
-    from ..errors import UnsupportedOpError
+    from ..errors import OptimizationSkippedWarning, UnsupportedOpError
     try:
         return optimize_for_inference(
             graph, fuse_conv_bias_nonlinearity=bool(kwargs.get("enable_fuse_conv_bias_nonlinearity")),
             fuse_grain=bool(kwargs.get("enable_fuse_grain", True)))
     except UnsupportedOpError as e:
         warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
-                      "traced", stacklevel=3)
+                      "traced", OptimizationSkippedWarning, stacklevel=3)
         return graph, 0
 
 
@@ -129,22 +136,11 @@ def _names(what: str, given, default: list[str]) -> list[str]:
 
 
 def _write_atomic(file, data: bytes, append: bool) -> None:
-    """Write all or nothing: a path gets a temp file renamed into place."""
+    """Write all or nothing (megtrace.atomic_io): a file object gets the bytes, a path a
+    synced temp file renamed into place; `append` keeps the old file's bytes first."""
     if hasattr(file, "write"):
         file.write(data)
         return
-    path = os.fspath(file)
-    folder = os.path.dirname(os.path.abspath(path))
-    old = b""
-    if append and os.path.exists(path):
-        with open(path, "rb") as f:
-            old = f.read()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".megtrace-dump-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(old + data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    path = atomic_io.resolve_target(file)
+    old = path.read_bytes() if append and path.is_file() else b""
+    atomic_io.write_bytes(path, old + data)

@@ -64,6 +64,9 @@ class Replayer:
         self._created.add(id(t))
         self._keep.append(t)
 
+    def random_key(self, key: Tensor, stream) -> None:
+        """Keys drawn on replay reach the graph through the tape check (_check_input)."""
+
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         tape = self.entry.tape
         if self.pc >= len(tape):

@@ -74,6 +74,9 @@ class OpDef:
     mge: MgeOpr | MgeComposite | MgeChoice | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     fold_from_types: bool = False   # value depends only on input types (get_shape)
+    # optimize_for_inference passes the op through TVM's passes as an opaque call, for
+    # lowerings (scatter, flat gathers) that would not come back as the op they were.
+    opaque_in_optimize: bool = False
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)
