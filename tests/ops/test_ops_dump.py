@@ -34,11 +34,21 @@ NOT_DUMPABLE = {
                         "an inference graph (MegEngine writes BatchNorm with fwd_mode "
                         "INFERENCE after module.eval())",
     "svd": "MegEngine 1.13 has SVD only as an imperative op: no serialized opr",
-    "rng_uniform": "random ops: megtrace's schema lacks MegEngine's RNG param tables",
-    "rng_normal": "random ops: megtrace's schema lacks MegEngine's RNG param tables",
     "rng_gamma": "random ops: megtrace's schema lacks MegEngine's RNG param tables",
     "rng_beta": "random ops: megtrace's schema lacks MegEngine's RNG param tables",
     "rng_poisson": "random ops: megtrace's schema lacks MegEngine's RNG param tables",
+}
+
+# random ops: the file draws with MegEngine's generator from the opr's seed; the sample's
+# key input is not part of the file, so values differ by design (shape and dtype are
+# compared)
+RANDOM = {"rng_uniform", "rng_normal"}
+
+# ops megtrace writes but cannot read back (checked: reading them still fails)
+NOT_READABLE = {
+    "rng_uniform": "no reader rule for UniformRNG: the op takes its Philox key as an input, "
+                   "the opr only a seed param",
+    "rng_normal": "no reader rule for GaussianRNG (as rng_uniform)",
 }
 
 # ops without a Relax lowering: what MegEngine computes for them is still checked above
@@ -185,12 +195,14 @@ pytestmark = pytest.mark.lite
 
 
 def _assert_equal(got: list[np.ndarray], want: list[np.ndarray], what: str) -> None:
+    values = what.split("#")[0].split("-")[0] not in RANDOM
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         g = np.asarray(g)
         if g.shape != w.shape and g.size == w.size:      # MegEngine has no 0-d values
             g = g.reshape(w.shape)
         assert g.dtype == w.dtype or g.dtype.kind == w.dtype.kind, f"{what} output {i}"
-        assert rel_err(g, w) <= 1e-5, f"{what} output {i}"
+        assert g.shape == w.shape, f"{what} output {i}"
+        assert not values or rel_err(g, w) <= 1e-5, f"{what} output {i}"
 
 
 @pytest.mark.parametrize("option", list(OPTIONS))
@@ -207,6 +219,10 @@ def test_dump_reads_back_equal_to_eager(dumped, case, option):
     from fbs.to_graph import build_graph
     entry = dumped[case][option]
     assert entry.data, f"{case} ({option}): {entry.got}"
+    if case.split("#")[0].split("-")[0] in NOT_READABLE:
+        with pytest.raises(UnsupportedOpError):
+            build_graph(read_model(entry.data))
+        return
     graph = build_graph(read_model(entry.data))
     got = interpreter.run(graph, *[entry.feeds[n] for n in graph.input_names])
     _assert_equal(got, entry.want, f"{case} ({option}) read back")
