@@ -97,7 +97,7 @@ class TraceRecorder:
         constant), so that every run of the compiled graph draws a new one."""
         var = self.graph.add_input(TensorType(key.shape, key.dtype),
                                    f"rng_key_{len(self.externals)}")
-        self.sources[var] = Source("rng", stream=stream)
+        self.sources[var] = Source("rng", stream=stream, value=key.numpy())
         self.externals.append(var)
         self._values[var] = key.numpy()
         self._vars[id(key)] = var
