@@ -101,6 +101,7 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     the default path.
     """
     tgt = resolve(target)
+    graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     options = options or BuildOptions()
     if not 0 <= options.opt_level <= 3:
         raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")

@@ -62,7 +62,9 @@ def lift(mod, input_names: list[str], output_names: list[str],
     for b in bindings:
         v = b.value
         if isinstance(v, rx.Call):
-            args = [arg(a) if isinstance(a, (rx.Var, Const)) else a for a in v.args]
+            args = [arg(a) if isinstance(a, (rx.Var, Const)) else
+                    [arg(f) for f in a.fields] if _tensor_tuple(rx, Const, a) else a
+                    for a in v.args]
             outs = CONVERTERS[v.op.name](g, v, args, _ty(b.var))
             hint = (names or {}).get(b.var.name, "")
             if hint and g.nodes and outs[0] is g.nodes[-1].outputs[0]:
@@ -81,6 +83,11 @@ def lift(mod, input_names: list[str], output_names: list[str],
     outs = outs if isinstance(outs, list) else [outs]
     g.set_outputs(outs, output_names)
     return g.prune()
+
+
+def _tensor_tuple(rx, Const, a) -> bool:
+    """An inline tuple of tensors (concat's argument), not one of attributes."""
+    return isinstance(a, rx.Tuple) and all(isinstance(f, (rx.Var, Const)) for f in a.fields)
 
 
 def _ints(values) -> tuple[int, ...]:

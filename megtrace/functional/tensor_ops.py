@@ -6,7 +6,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtype as _dt
-from ..dispatch import apply
+from ..dispatch import active_recorder, apply
+from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
 
@@ -15,10 +16,16 @@ __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "
            "ones_like", "full_like", "arange", "linspace"]
 
 
+def _dims(shape) -> tuple[int, ...]:
+    """A shape argument as ints, keeping traced dims (SymInt) so the trace records how
+    they were computed (megtrace/symbolic.py)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
+
+
 def reshape(inp: Tensor, target_shape: Sequence[int] | int) -> Tensor:
     """Reshape to `target_shape`; one entry may be -1."""
-    shape = (target_shape,) if isinstance(target_shape, int) else tuple(target_shape)
-    return apply("reshape", require_tensor("reshape", inp), shape=tuple(int(d) for d in shape))
+    return apply("reshape", require_tensor("reshape", inp), shape=_dims(target_shape))
 
 
 def flatten(inp: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
@@ -62,8 +69,7 @@ def transpose(inp: Tensor, pattern) -> Tensor:
 
 
 def broadcast_to(inp: Tensor, shape) -> Tensor:
-    return apply("broadcast_to", require_tensor("broadcast_to", inp),
-                 shape=tuple(int(d) for d in shape))
+    return apply("broadcast_to", require_tensor("broadcast_to", inp), shape=_dims(shape))
 
 
 def split(inp: Tensor, nsplits_or_sections, axis: int = 0) -> list[Tensor]:
@@ -110,18 +116,26 @@ def _shape(shape) -> tuple[int, ...]:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
 
 
-def full(shape, value, dtype=None, device=None) -> Tensor:
-    if dtype is None:
-        dtype = "float32" if isinstance(value, float) else None
+def _filled(shape, value, dtype) -> Tensor:
+    """A constant; in a trace, a shape with traced dims makes it Broadcast(value, shape),
+    as MegEngine writes it, so the dumped model follows the input's size."""
+    if isinstance(shape, (tuple, list)) and has_symbols(shape) and active_recorder():
+        return broadcast_to(Tensor(np.array(value), dtype=dtype), _dims(shape))
     return Tensor(np.full(_shape(shape), value), dtype=dtype)
 
 
+def full(shape, value, dtype=None, device=None) -> Tensor:
+    if dtype is None:
+        dtype = "float32" if isinstance(value, float) else None
+    return _filled(shape, value, dtype)
+
+
 def zeros(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.zeros(_shape(shape)), dtype=dtype)
+    return _filled(shape, 0, dtype)
 
 
 def ones(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.ones(_shape(shape)), dtype=dtype)
+    return _filled(shape, 1, dtype)
 
 
 def zeros_like(inp: Tensor) -> Tensor:
@@ -133,7 +147,7 @@ def ones_like(inp: Tensor) -> Tensor:
 
 
 def full_like(inp: Tensor, value) -> Tensor:
-    return Tensor(np.full(inp.shape, value), dtype=inp.dtype)
+    return _filled(inp.shape, value, inp.dtype)
 
 
 def arange(start=0, stop=None, step=1, dtype="float32", device=None) -> Tensor:

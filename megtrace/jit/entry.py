@@ -52,6 +52,7 @@ class TraceEntry:
     compiled: Any = None
     exec_outputs: list[Var] = field(default_factory=list)
     target: Any = None                             # from the inputs' device when not given
+    symbolic_shape: bool = True                    # Tensor.shape gave SymInts while tracing
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
@@ -69,11 +70,12 @@ class TraceEntry:
         self.exec_outputs = list(self.out_vars) + extra
 
     def exec_graph(self) -> Graph:
-        """The graph that runs: declared outputs plus values read from Python while tracing."""
+        """The graph that runs: declared outputs plus values read from Python while tracing,
+        with static shapes (compiled for these input shapes)."""
         n = len(self.out_vars)
         names = [f"output_{i}" for i in range(n)] + \
             [f"required_{i}" for i in range(len(self.exec_outputs) - n)]
-        return self.full_graph.with_outputs(self.exec_outputs, names)
+        return self.full_graph.with_outputs(self.exec_outputs, names).without_shape_inputs()
 
 
 def weak(t) -> Any:

@@ -166,7 +166,8 @@ class trace:
         return feeds
 
     def _record(self, args, kwargs, bindings):
-        rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const)
+        rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const,
+                            symbolic_shape=self._symbolic_shape)
         proxies = {name: rec.bind_input(t, name) for name, t in bindings}
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
@@ -180,6 +181,7 @@ class trace:
                            out_vars, tree, rec.value_required)
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
+        entry.symbolic_shape = self._symbolic_shape
         self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
         self._last_entry = entry
         if self._record_only:

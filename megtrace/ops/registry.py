@@ -7,6 +7,7 @@ import TVM) and how the op is written to and read from a MegEngine model (`mge`)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -72,6 +73,10 @@ class OpDef:
     mge: MgeOpr | MgeComposite | MgeChoice | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     fold_from_types: bool = False   # value depends only on input types (get_shape)
+    # May take one more input than its rule needs: an int32 vector that computes the
+    # `shape` param at run time (a traced shape expression, see megtrace/symbolic.py).
+    # The param stays the truth for the type rule and TVM; the writer writes the input.
+    shape_input: bool = False
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)
@@ -90,6 +95,10 @@ class OpDef:
         out = self.infer(*types, **kwargs)
         return out if isinstance(out, tuple) else (out,)
 
+    def has_shape_input(self, n_inputs: int) -> bool:
+        """Whether a node of this op with `n_inputs` inputs carries a shape input (last)."""
+        return self.shape_input and n_inputs > _arity(self.infer)[0]
+
     def run_eager(self, arrays: Sequence[np.ndarray], kwargs: dict) -> tuple[np.ndarray, ...]:
         out = self.eager(*arrays, **kwargs)
         return out if isinstance(out, tuple) else (out,)
@@ -98,6 +107,7 @@ class OpDef:
         return f"OpDef({self.name})"
 
 
+@lru_cache(maxsize=None)
 def _arity(fn) -> tuple[int, float]:
     """(min, max) positional tensor inputs a shape rule takes."""
     import inspect
