@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .safe_pickle import SafeUnpickler
 from .tensor import Parameter, Tensor
 
 
@@ -31,6 +32,8 @@ _MEGENGINE_CLASSES = {
 
 
 class _Unpickler(pickle.Unpickler):
+    """Full pickle (weights_only=False): any class, with MegEngine's tensors mapped."""
+
     def find_class(self, module: str, name: str):
         if (module, name) in _MEGENGINE_CLASSES:
             return _MEGENGINE_CLASSES[(module, name)]
@@ -38,6 +41,12 @@ class _Unpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"load: the checkpoint needs MegEngine's {module}.{name}, "
                                          "which megtrace does not provide")
         return super().find_class(module, name)
+
+
+def _unpickler(fh, weights_only: bool) -> pickle.Unpickler:
+    if weights_only:
+        return SafeUnpickler(fh, extra=_MEGENGINE_CLASSES)
+    return _Unpickler(fh)
 
 
 def _megengine_name(name: str) -> type:
@@ -91,13 +100,15 @@ def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:
         _Pickler(fh, protocol=pickle_protocol).dump(obj)
 
 
-def load(f, map_location=None, pickle_module=None) -> Any:
-    """Unpickle a checkpoint (ours or MegEngine's). Pickle runs code: load only files you
-    trust."""
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True) -> Any:
+    """Unpickle a checkpoint (ours or MegEngine's): state dicts, tensors, arrays and plain
+    containers. By default nothing else is constructed, so a hostile file cannot run code
+    (megtrace.safe_pickle); `weights_only=False` unpickles anything — only for files you
+    trust (e.g. a whole pickled Module)."""
     if hasattr(f, "read"):
-        return _writable(_Unpickler(f).load())
+        return _writable(_unpickler(f, weights_only).load())
     with open(os.fspath(f), "rb") as fh:
-        return _writable(_Unpickler(fh).load())
+        return _writable(_unpickler(fh, weights_only).load())
 
 
 def _writable(obj: Any) -> Any:

@@ -98,11 +98,19 @@ class Tensor:
     def __bool__(self) -> bool:
         return bool(self.numpy())
 
+    def _scalar(self):
+        """The one element, for int()/float() (MegEngine accepts any one-element shape)."""
+        arr = self.numpy()
+        if arr.size != 1:
+            raise TypeError(f"only one-element tensors can be converted to Python scalars; "
+                            f"got shape {arr.shape}")
+        return arr.reshape(()).item()
+
     def __float__(self) -> float:
-        return float(self.numpy())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.numpy())
+        return int(self._scalar())
 
     __hash__ = object.__hash__
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,9 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
 
 
 class DeployedModel:
-    """An exported model, loaded: call it with NumPy arrays, get a list of arrays."""
+    """An exported model, loaded: call it with NumPy arrays, get a list of arrays.
+    Safe to call from several threads: each thread runs its own VM over the one
+    loaded library (a VM keeps registers and outputs between calls)."""
 
     def __init__(self, library: str | os.PathLike, manifest: dict[str, Any]):
         self.library = Path(os.fspath(library))
@@ -64,8 +67,17 @@ class DeployedModel:
         self._tvm = tvm
         kind = manifest.get("device", "cpu")
         self.device = tvm.cpu(0) if kind == "cpu" else tvm.device(kind, 0)
-        self._vm = VirtualMachine(tvm.runtime.load_module(str(self.library)), self.device)
-        self._main = self._vm["main"]
+        self._module = tvm.runtime.load_module(str(self.library))
+        self._vm_class = VirtualMachine
+        self._per_thread = threading.local()
+        self._main_for_this_thread()          # fail at load time, not on the first call
+
+    def _main_for_this_thread(self):
+        state = self._per_thread
+        if getattr(state, "main", None) is None:
+            state.vm = self._vm_class(self._module, self.device)
+            state.main = state.vm["main"]
+        return state.main
 
     def _feed(self, args: tuple, named: dict) -> list[np.ndarray]:
         names = [i["name"] for i in self.inputs]
@@ -97,7 +109,7 @@ class DeployedModel:
     def __call__(self, *args: np.ndarray, **named: np.ndarray) -> list[np.ndarray]:
         """Outputs in order, as NumPy arrays."""
         tensors = [self._tvm.runtime.tensor(a, self.device) for a in self._feed(args, named)]
-        result = self._main(*tensors)
+        result = self._main_for_this_thread()(*tensors)
         return [r.numpy() for r in result]
 
     def run(self, *args: np.ndarray, **named: np.ndarray) -> dict[str, np.ndarray]:

@@ -104,6 +104,10 @@ _UNARY = {"nn.relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
           "negative": "neg", "abs": "abs", "floor": "floor", "ceil": "ceil", "sin": "sin",
           "cos": "cos", "sqrt": "sqrt", "erf": "erf", "round": "round", "nn.silu": "silu",
           "nn.gelu": "gelu", "logical_not": "logical_not"}
+# inverse/hyperbolic trigonometry, sign, atan2, logaddexp, shifts, isnan/isinf
+_UNARY.update({n: n for n in ("tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+                              "sign", "isnan", "isinf")})
+_BINARY.update({"atan2": "atan2", "left_shift": "left_shift", "right_shift": "right_shift"})
 
 for _r, _m in _BINARY.items():
     CONVERTERS[f"relax.{_r}"] = (lambda g, call, a, out, _m=_m: _node(g, _m, a))

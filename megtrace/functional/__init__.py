@@ -2,6 +2,8 @@
 from . import nn
 from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
+from .elemwise_extra import *  # noqa: F401,F403
+from .elemwise_extra import __all__ as _elemwise_extra_all
 from .math import *  # noqa: F401,F403
 from .math import __all__ as _math_all
 from .nn import *  # noqa: F401,F403
@@ -14,3 +16,4 @@ vision = nn   # MegEngine also exposes interpolate as F.vision.interpolate
 
 __all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]
+__all__ += _elemwise_extra_all

@@ -58,8 +58,8 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     entry = next(iter(self._entries.values()))
     graph = entry.graph
     if not graph.outputs:
-        raise ValueError("the traced function without return values cannot be dumped, "
-                         "the function should return at least one Tensor")
+        raise ValueError("the traced function without return values cannot be dumped, the "
+                         "traced function should return List[Tensor] or Dict[str, Tensor]")
     if isinstance(entry.out_tree, tuple) and entry.out_tree[0] is dict and output_names:
         raise TypeError("output_names is not supported when the traced function returns "
                         "a dict; its keys name the outputs")

@@ -6,8 +6,9 @@ import TVM) and how the op is written to and read from a MegEngine model (`mge`)
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -107,7 +108,7 @@ class OpDef:
         return f"OpDef({self.name})"
 
 
-@lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)     # eager calls ask once per op, not per call
 def _arity(fn) -> tuple[int, float]:
     """(min, max) positional tensor inputs a shape rule takes."""
     import inspect
