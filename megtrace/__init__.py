@@ -26,7 +26,7 @@ from .version import __version__
 __all__ = ["CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",
-           "float16", "float32", "functional", "get_default_device", "set_default_device", "int8", "int16", "int32", "jit", "load",
+           "float16", "float32", "functional", "get_default_device", "is_cuda_available", "set_default_device", "int8", "int16", "int32", "jit", "load",
            "load_graph", "module", "save", "tensor", "uint8", "export", "load_exported",
            "tune",
            # megengine/__init__.py's device, logger and subpackage names

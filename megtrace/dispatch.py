@@ -65,7 +65,8 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         kwargs = dict(op.bind(params))
         arrays = [t._value for t in inputs]
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
-        outs = tuple(Tensor._wrap(v) for v in op.run_eager(arrays, kwargs))
+        device = inputs[0]._device if inputs else None     # results live where inputs do
+        outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     return outs[0] if len(outs) == 1 else outs
 
 

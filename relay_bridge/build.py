@@ -78,6 +78,32 @@ class CompiledGraph:
         return tvm().runtime.from_dlpack(array)
 
 
+@dataclass
+class InterpretedGraph:
+    """A graph with 0-size values, run by megtrace's NumPy interpreter: TVM cannot hold
+    them (0-size constants do not load back from an executable, DLPack refuses 0-size
+    NumPy buffers, Relax reshape reads a 0 in a target shape as "keep that axis")."""
+
+    graph: Graph
+    target: Any
+    executable: Any = None
+    build_seconds: float = 0.0
+    rules: list[str] = field(default_factory=list)
+    pipeline: str = "numpy-interpreter"
+    kernels: list[str] = field(default_factory=list)
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        from megtrace.interpreter import run
+        return [np.asarray(v) for v in run(self.graph, *arrays)]
+
+
+def has_empty_values(graph: Graph) -> bool:
+    """Whether any input, constant or intermediate value of `graph` has 0 elements."""
+    return any(v.type.size == 0 for v in graph.inputs) or \
+        any(v.type.size == 0 for v in graph.consts) or \
+        any(v.type.size == 0 for n in graph.nodes for v in n.outputs)
+
+
 def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
@@ -117,6 +143,8 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     tgt = resolve(target)
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     options = options or BuildOptions()
+    if has_empty_values(graph):
+        return InterpretedGraph(graph, tgt)
     if not 0 <= options.opt_level <= 3:
         raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")
     if options.opt_level < 2:

@@ -4,11 +4,15 @@ from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
 from .elemwise_extra import *  # noqa: F401,F403
 from .elemwise_extra import __all__ as _elemwise_extra_all
+from .math_extra import *  # noqa: F401,F403
+from .math_extra import __all__ as _math_extra_all
 from .math import *  # noqa: F401,F403
 from .math import __all__ as _math_all
 from .nn import *  # noqa: F401,F403
 from .nn import __all__ as _nn_all
 from .reduction import max, mean, min, prod, sum  # noqa: A004
+from .tensor_extra import *  # noqa: F401,F403
+from .tensor_extra import __all__ as _tensor_extra_all
 from .tensor_ops import *  # noqa: F401,F403
 from .tensor_ops import __all__ as _tensor_all
 
@@ -16,4 +20,4 @@ vision = nn   # MegEngine also exposes interpolate as F.vision.interpolate
 
 __all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]
-__all__ += _elemwise_extra_all
+__all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all

@@ -39,19 +39,22 @@ def argmin(inp: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> T
 
 def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
          no_sort: bool = False):
-    """The k largest (smallest unless `descending`) elements along the last axis and their
-    int32 indices; MegEngine 1.13 defaults to descending, and a k beyond the axis length
-    gives the whole axis. `kth_only` returns (the k-th value, the index of its first
-    occurrence) as MegEngine does; `no_sort` may return them in any order (here: sorted)."""
+    """The k largest (smallest unless `descending`) elements along the last axis of a 1-d
+    or 2-d tensor and their int32 indices; MegEngine 1.13 defaults to descending, and a k
+    beyond the axis length gives the whole axis. `kth_only` gives the k-th value and the
+    index of its first occurrence; `no_sort` allows any order (here they come sorted)."""
+    from .tensor_ops import expand_dims, squeeze
     x = require_tensor("topk", inp)
     k = min(int(k), x.shape[-1]) if x.ndim else int(k)
-    values, indices = apply("topk", x, k=k, descending=bool(descending))
+    rows = expand_dims(x, 0) if x.ndim == 1 else x
     if kth_only:
-        from .indexing import getitem
-        from .tensor_ops import expand_dims
-        kth = getitem(values, (Ellipsis, k - 1))
-        hits = cast(equal(expand_dims(kth, -1), x), "int8")
-        return kth, argmax(hits, axis=hits.ndim - 1)
+        kth = apply("kth_value", rows, k=k, descending=bool(descending))
+        if x.ndim == 1:
+            return squeeze(kth, 0), argmax(cast(equal(kth, x), "int8"))
+        return kth, argmax(cast(equal(expand_dims(kth, 1), x), "int8"), 1)
+    values, indices = apply("topk", rows, k=k, descending=bool(descending))
+    if x.ndim == 1:
+        return squeeze(values, 0), squeeze(indices, 0)
     return values, indices
 
 

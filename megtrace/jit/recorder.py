@@ -65,6 +65,12 @@ class TraceRecorder:
         self._created.add(id(t))
         self._keep.append(t)
 
+    def rebind(self, t: Tensor, value: Tensor) -> None:
+        """`t` takes the untraced `value` (x[...] = array): from now on it is a constant
+        of the graph holding that value, not what it stood for before."""
+        self._vars.pop(id(t), None)
+        self.created(t)
+
     def var_of(self, t: Tensor) -> Var:
         if t._owner is self:
             return t._var

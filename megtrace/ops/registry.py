@@ -78,6 +78,9 @@ class OpDef:
     # `shape` param at run time (a traced shape expression, see megtrace/symbolic.py).
     # The param stays the truth for the type rule and TVM; the writer writes the input.
     shape_input: bool = False
+    # optimize_for_inference passes the op through TVM's passes as an opaque call, for
+    # lowerings (scatter, flat gathers) that would not come back as the op they were.
+    opaque_in_optimize: bool = False
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)
