@@ -81,11 +81,17 @@ def _reconstruct(cls, base, state):
     return object.__new__(cls)
 
 
+_NUMPY_SCALAR_TYPES = ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                       "uint64", "float16", "float32", "float64")
+
+
 def _unpickler(fh, weights_only: bool, map_location=None) -> pickle.Unpickler:
     if weights_only:
         extra = {key: _tensor_class(cls, map_location) for key, cls in _TENSOR_CLASSES.items()}
         extra.update({key: _quantization(name) for key, name in _QUANTIZATION_CLASSES.items()})
         extra[("copyreg", "_reconstructor")] = _reconstruct
+        # MegEngine pickles a tensor's dtype as a NumPy scalar type (numpy.int8)
+        extra.update({("numpy", name): getattr(np, name) for name in _NUMPY_SCALAR_TYPES})
         return SafeUnpickler(fh, extra=extra)
     return _Unpickler(fh, map_location)
 
