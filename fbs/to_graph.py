@@ -1,7 +1,8 @@
 """`ModelFile` -> megtrace `Graph`: a converter table from MegEngine oprs to our ops.
 
-Oprs that map 1:1 to an op are found through the ops' own `mge` declarations; the table
-below handles the rest (sources, fused Elemwise modes, shape arithmetic, ConvBias).
+Oprs that map 1:1 to an op are found through the ops' own `mge` declarations, oprs of
+composite writers through the ops' `mge_read` rules; the table below handles the rest
+(sources, fused Elemwise modes, shape arithmetic, ConvBias).
 Input shapes can be overridden, so one file serves any batch size: shape arithmetic
 (GetVarShape/Subtensor/Concat) folds into constants for the shapes given.
 """
@@ -40,6 +41,23 @@ def spec_index() -> dict[str, tuple[tuple[OpDef, MgeOpr], ...]]:
         for spec in specs:
             index.setdefault(spec.type, []).append((op, spec))
     return {k: tuple(v) for k, v in index.items()}
+
+
+@lru_cache(maxsize=None)
+def op_rules() -> dict[str, Rule]:
+    """Reader rules declared by the ops themselves (`OpDef.mge_read`)."""
+    found: dict[str, Rule] = {}
+    for op in all_ops():
+        for opr_type, fn in op.mge_read.items():
+            if opr_type in found or opr_type in RULES:
+                raise ValueError(f"{op.name}: a reader rule for {opr_type} exists already")
+            found[opr_type] = fn
+    return found
+
+
+def rule_for(opr_type: str) -> Rule | None:
+    return RULES.get(opr_type) or op_rules().get(opr_type) or \
+        (_generic if opr_type in spec_index() else None)
 
 
 def _fields(opr: Opr) -> dict:
@@ -107,8 +125,7 @@ def find_collapses(model: ModelFile) -> list[Collapse]:
 
 
 def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
-    unknown = sorted({o.type for o in model.oprs
-                      if o.type not in RULES and o.type not in spec_index()})
+    unknown = sorted({o.type for o in model.oprs if rule_for(o.type) is None})
     if unknown:
         raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
     g = Graph()
@@ -124,7 +141,7 @@ def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
         if any(v is None for v in ins):
             raise FormatError(f"{opr.type}: uses an output that megtrace does not model")
         check_params(opr)
-        outs = RULES.get(opr.type, _generic)(g, opr, ins, input_types or {})
+        outs = rule_for(opr.type)(g, opr, ins, input_types or {})
         if len(outs) != len(opr.outputs):
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
                               f"{len(outs)}")
@@ -442,19 +459,3 @@ def _arg(g, opr, ins, _):
     return list(g.add_node(get("arg_reduce"), ins[:1], {"mode": mode,
                                                        "axis": _fields(opr).get("axis", 0),
                                                        "keepdims": True}, _hint(opr)))
-
-
-@rule("Dot")
-def _dot(g, opr, ins, _):
-    """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
-    (y,) = g.add_node(get("dot"), ins, {}, _hint(opr))
-    return list(g.add_node(get("reshape"), [y], {"shape": (1,)}, _hint(opr)))
-
-
-@rule("IndexingSetOneHot")
-def _set_one_hot(g, opr, ins, _):
-    """data with value written at index along axis (F.one_hot writes it on zeros)."""
-    data, index, value = ins
-    axis = int(_fields(opr).get("axis", 0))
-    (at,) = g.add_node(get("expand_dims"), [index], {"axis": (axis,)}, _hint(opr))
-    return list(g.add_node(get("scatter"), [data, at, value], {"axis": axis}, _hint(opr)))

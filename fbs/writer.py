@@ -86,6 +86,7 @@ class Emitter:
         self.requested_modes: set[str] = set()     # Elemwise modes before compat rewrites
         self.requested_types: set[str] = set()
         self._taken: dict[str, int] = {}
+        self._consts: dict[tuple, int] = {}
         self._hint = ""
 
     def dtype_of(self, vid: int) -> str:
@@ -122,7 +123,15 @@ class Emitter:
         return ids
 
     def const(self, array: np.ndarray, name: str = "") -> int:
+        """One ImmutableTensor per distinct (name, value): writers spell index and shape
+        constants afresh at each use."""
         array = np.ascontiguousarray(array)
+        key = (name, array.dtype.str, array.shape, array.tobytes())
+        if key not in self._consts:
+            self._consts[key] = self._new_const(array, name)
+        return self._consts[key]
+
+    def _new_const(self, array: np.ndarray, name: str) -> int:
         shape = array.shape or (1,)
         label = name or f"const{list(shape)}"
         (vid,) = self._new_ids([label])

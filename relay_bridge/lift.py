@@ -56,12 +56,18 @@ def lift(mod, input_names: list[str], output_names: list[str],
     if missing:
         raise UnsupportedOpError(f"lift: no megtrace operator for {', '.join(missing)}")
 
+    consts: dict[tuple, Var] = {}
+
     def arg(a):
         """A Relax argument as megtrace values: constants become graph constants and an
         inline tuple (concat's operand list) a list of them; attributes-like arguments
         (PrimValue, ShapeExpr) are passed on for the converter to read."""
         if isinstance(a, Const):
-            return g.add_const(a.value.numpy())
+            value = a.value.numpy()
+            key = (value.dtype.str, value.shape, value.tobytes())
+            if key not in consts:      # TVM inlines a constant at each use: one var again
+                consts[key] = g.add_const(value)
+            return consts[key]
         if _tensor_tuple(a):
             return [arg(f) for f in a.fields]
         if isinstance(a, rx.Var):

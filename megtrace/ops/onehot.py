@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .registry import MgeComposite, MgeOpr, OpDef, get, register
 
 INDEXING_SET_ONE_HOT = MgeOpr("IndexingSetOneHot", "Axis")
 
@@ -74,6 +74,16 @@ def _one_hot_emit(em, types, p, inputs):
     return em.opr(INDEXING_SET_ONE_HOT, {"axis": len(shape)}, [zeros, inputs[0], ones])
 
 
+def _read_set_one_hot(g, opr, ins, _types):
+    """IndexingSetOneHot(data, index, value): data with value written at index along the
+    axis (F.one_hot writes it on zeros), read as a scatter."""
+    data, index, value = ins
+    axis = int(opr.params[0][1].get("axis", 0)) if opr.params else 0
+    (at,) = g.add_node(get("expand_dims"), [index], {"axis": (axis,)})
+    return list(g.add_node(get("scatter"), [data, at, value], {"axis": axis}))
+
+
 register(OpDef("one_hot", params={"num_classes": 1}, eager=_one_hot_eager,
                infer=_one_hot_infer, lower=_one_hot_lower, mge=MgeComposite(_one_hot_emit),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True,
+               mge_read={"IndexingSetOneHot": _read_set_one_hot}))

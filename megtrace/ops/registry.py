@@ -84,6 +84,10 @@ class OpDef:
     # no Relax form exists (matinv, svd): compiled graphs holding it run on the NumPy
     # interpreter instead of failing
     interpreted: bool = False
+    # how the reader builds the op back from oprs its composite writer emits that the
+    # generic 1:1 decode of `mge` cannot read: opr type -> rule(graph, opr, inputs,
+    # input_types) returning one value per opr output (fbs/to_graph.py collects them)
+    mge_read: Mapping[str, Callable[..., list]] = field(default_factory=dict)
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)

@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import same_dtype
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .registry import MgeComposite, MgeOpr, OpDef, get, register
 
 
 def _rows(name: str, x: TensorType) -> None:
@@ -107,9 +107,15 @@ def _dot_emit(em, types, p, inputs):
                   {"desc": [{"method": "REMOVE", "axis": 0}]}, [out])
 
 
+def _read_dot(g, opr, ins, _types):
+    """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
+    (y,) = g.add_node(get("dot"), ins, {})
+    return list(g.add_node(get("reshape"), [y], {"shape": (1,)}))
+
+
 DOT = MgeOpr("Dot", "Empty")
 register(OpDef("dot", eager=_dot_eager, infer=_dot_infer, lower=_dot_lower,
-               mge=MgeComposite(_dot_emit)))
+               mge=MgeComposite(_dot_emit), mge_read={"Dot": _read_dot}))
 
 
 # -- matinv: inverse of each square matrix in the last two axes --------------------------

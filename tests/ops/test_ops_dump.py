@@ -111,7 +111,26 @@ def _chains():
             F.matmul(q, k.transpose(0, 1, 3, 2)) * 0.5, axis=-1), (2, 2, 5, 4), (2, 2, 5, 4)),
         "conv-bn-relu-flatten": _chain(_conv_net(), (2, 3, 6, 6)),
         "interpolate": _chain(lambda x: F.nn.interpolate(x, scale_factor=2), (1, 2, 3, 3)),
+        "vit-block": _chain(_vit_block(), (2, 4, 8)),
     }
+
+
+def _vit_block():
+    """A class token concatenated to the patches, then pre-norm self-attention: constants
+    TVM inlines at every use must come back as one."""
+    import megtrace as mge
+    import megtrace.functional as F
+    import megtrace.module as M
+    token = mge.Parameter(np.random.rand(1, 1, 8).astype(np.float32))
+    norm, qkv, proj = M.LayerNorm(8), M.Linear(8, 24), M.Linear(8, 8)
+
+    def fn(x):
+        b, n, c = x.shape
+        x = F.concat([F.broadcast_to(token, (b, 1, c)), x], axis=1)
+        q, k, v = F.split(qkv(norm(x)).reshape(b, n + 1, 3, c).transpose(2, 0, 1, 3), 3)
+        attn = F.softmax(F.matmul(q[0], k[0].transpose(0, 2, 1)) * c ** -0.5, axis=-1)
+        return x + proj(F.matmul(attn, v[0]))
+    return fn
 
 
 def _conv_net():
