@@ -164,6 +164,10 @@ def _elemwise(g, opr, ins, shapes):
         zero = g.add_const(np.zeros((), x.type.dtype))
         return [_bin(g, "add", _bin(g, "maximum", x, zero, hint),
                      _bin(g, "mul", _bin(g, "minimum", x, zero, hint), slope, hint), hint)]
+    if mode == "EQ" and ins[0] is ins[1] and ins[0].type.dtype in ("float32", "float16"):
+        # x == x is MegEngine's NaN test (how it dumps isnan); TVM would fold it to true
+        flag = _un(g, "logical_not", _un(g, "isnan", ins[0], hint), hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
     if mode in _COMPARE:        # MegEngine compares in the operands' dtype (0/1 values)
         (flag,) = g.add_node(get(_COMPARE[mode]), ins, {}, hint)
         return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
