@@ -4,7 +4,7 @@
 `megtrace.jit.trace` compiles traced functions with TVM; `trace.dump` writes MegEngine
 FBS_V2 models and `load_graph` runs them. TVM and flatbuffers load only when needed.
 """
-from . import functional, jit, module
+from . import config, functional, jit, module
 from .device import get_default_device, set_default_device
 from .dtype import float16, float32, int8, int16, int32, uint8
 from .errors import (CompileError, DTypeError, FormatError, MegtraceError, ShapeError,

@@ -1,5 +1,7 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
 from . import nn
+from .conv import *  # noqa: F401,F403
+from .conv import __all__ as _conv_all
 from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
 from .math import *  # noqa: F401,F403
@@ -13,4 +15,7 @@ from .tensor_ops import __all__ as _tensor_all
 vision = nn   # MegEngine also exposes interpolate as F.vision.interpolate
 
 __all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
-           *_nn_all, *_tensor_all]
+           *_nn_all, *_conv_all, *_tensor_all]
+
+for _name in _conv_all:        # MegEngine has them under F.nn too
+    setattr(nn, _name, globals()[_name])
