@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from megtrace import dtype as _dt
+from megtrace import safe_pickle
 from megtrace.errors import FormatError
 
 from . import tables
@@ -48,9 +49,14 @@ class Metadata:
     optimize_options: int = 0
     user_info_bytes: bytes = b""
 
-    def user_info(self) -> Any:
-        """Unpickle `user_info`. Pickle runs code: call this only on files you trust."""
-        return pickle.loads(self.user_info_bytes) if self.user_info_bytes else None
+    def user_info(self, *, weights_only: bool = True) -> Any:
+        """Unpickle `user_info`: plain data only unless `weights_only=False` (a pickle
+        can run code; use that only on files you trust)."""
+        if not self.user_info_bytes:
+            return None
+        if weights_only:
+            return safe_pickle.loads(self.user_info_bytes, what="user_info")
+        return pickle.loads(self.user_info_bytes)
 
 
 @dataclass

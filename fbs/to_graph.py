@@ -16,6 +16,7 @@ from megtrace.errors import FormatError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 
+from .load_collapse import Collapse, LoaderModel
 from .reader import ModelFile, Opr
 
 Rule = Callable[[Graph, Opr, list[Var], dict], list[Var | None]]
@@ -64,14 +65,31 @@ def _hint(opr: Opr) -> str:
 
 
 def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
-    """Build a typed Graph; `input_types` overrides the shapes recorded in the file."""
+    """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
+    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
+    graph, collapses = _build(model, input_types)
+    refused = [c for c in collapses if c.refused]
+    if refused:
+        raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
+    return graph
+
+
+def find_collapses(model: ModelFile) -> list[Collapse]:
+    """Every opr that MegEngine's loader does not rebuild as written (refused or not)."""
+    return _build(model, None)[1]
+
+
+def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
     unknown = sorted({o.type for o in model.oprs
                       if o.type not in RULES and o.type not in spec_index()})
     if unknown:
         raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
     g = Graph()
     env: dict[int, Var | None] = {}
-    for opr in model.oprs:
+    loader = LoaderModel(lambda i: _type_of(env, i, "shape"),
+                         lambda i: g.consts.get(env.get(i)), lambda i: _type_of(env, i, "dtype"))
+    collapses: list[Collapse] = []
+    for index, opr in enumerate(model.oprs):
         try:
             ins = [env[i] for i in opr.inputs]
         except KeyError as e:
@@ -83,12 +101,21 @@ def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = No
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
                               f"{len(outs)}")
         env.update(zip(opr.outputs, outs))
+        collapse = loader.collapse(index, opr)
+        if collapse is not None:
+            collapses.append(collapse)
+        loader.record(opr, collapse)
     try:
         outputs = [env[i] for i in model.output_ids]
     except KeyError as e:
         raise FormatError(f"output id {e.args[0]} is not produced by any opr") from None
     g.set_outputs(outputs, model.output_names())
-    return g.prune()
+    return g.prune(), collapses
+
+
+def _type_of(env: dict, vid: int, what: str):
+    var = env.get(vid)
+    return None if var is None else getattr(var.type, what)
 
 
 # -- sources ----------------------------------------------------------------------------
@@ -297,13 +324,51 @@ def _topk(g, opr, ins, _):
     return [values, indices]
 
 
-@rule("IndexingMultiAxisVec")
+def _index_items(g: Graph, opr: Opr, index_inputs: list[Var]):
+    """IndexDescMaskDump items paired with their inputs (in item order, as MegBrain reads
+    them): static (axis, begin, end, step, idx) rows and the (axis, index var) pairs."""
+    values = iter(index_inputs)
+    rows, vectors = [], []
+    for it in _fields(opr).get("items", []):
+        row = {}
+        for key in ("begin", "end", "step", "idx"):
+            if it[key]:
+                var = next(values, None)
+                if var is None:
+                    raise FormatError(f"{opr.type}: fewer index inputs than its items need")
+                row[key] = var
+        axis = int(it["axis"])
+        if "idx" in row and (row["idx"] not in g.consts or opr.type.startswith("Indexing")):
+            vectors.append((axis, row.pop("idx")))
+        if row:
+            rows.append((axis, *[None if row.get(k) is None else int(
+                _const_value(g, row[k], f"{opr.type} index").reshape(-1)[0])
+                for k in ("begin", "end", "step", "idx")]))
+    if next(values, None) is not None:
+        raise FormatError(f"{opr.type}: more index inputs than its items use")
+    return sorted(rows), sorted(vectors, key=lambda p: p[0])
+
+
+@rule("IndexingMultiAxisVec", "IndexingSetMultiAxisVec")
 def _indexing(g, opr, ins, _):
-    items = _fields(opr).get("items", [])
-    if len(items) != 1 or not items[0]["idx"] or len(ins) != 2:
-        raise UnsupportedOpError("IndexingMultiAxisVec: only one integer-vector index is "
-                                 "supported")
-    return list(g.add_node(get("take"), ins, {"axis": int(items[0]["axis"])}, _hint(opr)))
+    setting = opr.type == "IndexingSetMultiAxisVec"
+    head = ins[:2] if setting else ins[:1]
+    rows, vectors = _index_items(g, opr, ins[len(head):])
+    if not vectors:
+        raise FormatError(f"{opr.type} without an index vector")
+    slices = tuple((axis, b, e, s) for axis, b, e, s, _ in rows)
+    name = "indexing_set_multi_axis_vec" if setting else "indexing_multi_axis_vec"
+    return list(g.add_node(get(name), head + [v for _, v in vectors],
+                           {"slices": slices, "axes": tuple(a for a, _ in vectors)}, _hint(opr)))
+
+
+@rule("SetSubtensor")
+def _set_subtensor(g, opr, ins, _):
+    rows, vectors = _index_items(g, opr, ins[2:])
+    if vectors:
+        raise UnsupportedOpError("SetSubtensor with an index computed in the graph: megtrace "
+                                 "needs constant indices")
+    return list(g.add_node(get("set_subtensor"), ins[:2], {"index": tuple(rows)}, _hint(opr)))
 
 
 @rule("Argmax", "Argmin")

@@ -205,6 +205,7 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
     """Serialize `graph` as an FBS_V2 model; returns the bytes and a DumpResult."""
     options = options or DumpOptions()
     em, out_ids = emit_graph(graph, input_names, output_names, compat=not options.no_change_graph)
+    out_ids = drop_collapsing(em, out_ids)
     content_hash = 0
     if options.format == "FBS":
         from .writer_v1 import serialize_v1
@@ -218,6 +219,44 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
                         out_names, [])
     result.strip_info = strip_info(em)
     return data, result
+
+
+def drop_collapsing(em: Emitter, out_ids: list[int]) -> list[int]:
+    """Leave out every opr that MegEngine's loader would not rebuild as written (a
+    reshape to the shape its input already has, ...: fbs/load_collapse.py), using the var
+    its `make` hands back instead, as the loader would; returns the new output ids.
+    Needs the reader to know every opr written; a graph it cannot read is left as is."""
+    from megtrace.errors import UnsupportedOpError
+
+    from .reader import read_model
+    from .to_graph import find_collapses
+    try:
+        collapses = find_collapses(read_model(serialize(em, out_ids, DumpOptions())[0]))
+    except UnsupportedOpError:
+        return out_ids
+    dropped = {c.index: c.target for c in collapses}
+    if not dropped:
+        return out_ids
+    new_id: dict[int, int] = {}
+    oprs, names, dtypes = [], [], {}
+    for index, opr in enumerate(em.oprs):
+        if index in dropped:
+            for vid in opr.outputs:
+                new_id[vid] = new_id[dropped[index]]
+            continue
+        opr.inputs = [new_id[i] for i in opr.inputs]
+        outs = []
+        for vid in opr.outputs:
+            new_id[vid] = len(names)
+            names.append(em.names[vid])
+            dtypes[len(names) - 1] = em.dtypes.get(vid, "float32")
+            outs.append(new_id[vid])
+        opr.outputs = outs
+        oprs.append(opr)
+    for old in out_ids:                    # an output handed back keeps its own name
+        names[new_id[old]] = em.names[old]
+    em.oprs, em.names, em.dtypes = oprs, names, dtypes
+    return [new_id[i] for i in out_ids]
 
 
 def serialize(em: Emitter, out_ids: list[int], options: DumpOptions) -> tuple[bytes, int]:

@@ -4,8 +4,14 @@
 `megtrace.jit.trace` compiles traced functions with TVM; `trace.dump` writes MegEngine
 FBS_V2 models and `load_graph` runs them. TVM and flatbuffers load only when needed.
 """
-from . import config, functional, jit, module
-from .device import get_default_device, set_default_device
+from . import config, distributed, functional, hub, jit, module
+from .device import (coalesce_free_memory, get_allocated_memory, get_cuda_compute_capability,
+                     get_cuda_device_property, get_cuda_driver_version, get_cuda_version,
+                     get_cudnn_version, get_default_device, get_device_count,
+                     get_max_allocated_memory, get_max_reserved_memory, get_mem_status_bytes,
+                     get_reserved_memory, get_tensorrt_version, is_atlas_available,
+                     is_cambricon_available, is_cuda_available, is_rocm_available,
+                     reset_max_memory_stats, set_default_device, set_prealloc_config)
 from .dtype import float16, float32, int8, int16, int32, uint8
 from .errors import (CompileError, DTypeError, FormatError, MegtraceError, ShapeError,
                      TraceError, UnsupportedModelError, UnsupportedOpError)
@@ -13,13 +19,22 @@ from .dump import CompGraphDumpResult, Metadata, VarNode, dump_graph
 from .graph_io import LoadedGraph, load_graph
 from .performance import export, load_exported, tune
 from .serialization import load, save
+from .logger import enable_debug_log, get_logger, set_log_file, set_log_level
 from .tensor import Parameter, Tensor, tensor
+from .version import __version__
 
-__version__ = "0.1.0"
-
-__all__ = ["CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
+__all__ = ["config", "CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",
-           "float16", "float32", "functional", "get_default_device", "set_default_device", "int8", "int16", "int32", "jit", "load",
+           "float16", "float32", "functional", "get_default_device", "is_cuda_available", "set_default_device", "int8", "int16", "int32", "jit", "load",
            "load_graph", "module", "save", "tensor", "uint8", "export", "load_exported",
-           "tune"]
+           "tune",
+           # megengine/__init__.py's device, logger and subpackage names
+           "coalesce_free_memory", "distributed", "enable_debug_log", "get_allocated_memory",
+           "get_cuda_compute_capability", "get_cuda_device_property",
+           "get_cuda_driver_version", "get_cuda_version", "get_cudnn_version",
+           "get_device_count", "get_logger", "get_max_allocated_memory",
+           "get_max_reserved_memory", "get_mem_status_bytes", "get_reserved_memory",
+           "get_tensorrt_version", "hub", "is_atlas_available", "is_cambricon_available",
+           "is_cuda_available", "is_rocm_available", "reset_max_memory_stats",
+           "set_log_file", "set_log_level", "set_prealloc_config"]

@@ -5,6 +5,7 @@ hands the call to the active recorder otherwise (JAX's bind, tinygrad's _apply_u
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .ops import OpDef, get
@@ -16,26 +17,39 @@ if TYPE_CHECKING:
 class Recorder(Protocol):
     def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
 
+    def materialize_live(self) -> None: ...
 
-_active: list[Recorder] = []
+
+class _RecorderStack(threading.local):
+    """Each thread records into its own traces: a trace running in one thread must not
+    capture the eager ops of another. None on the stack: an exclude_from_trace region
+    (eager)."""
+
+    def __init__(self):
+        self.stack: list[Recorder | None] = []
+
+
+_active = _RecorderStack()
 
 
 def active_recorder() -> Recorder | None:
-    return _active[-1] if _active else None
+    stack = _active.stack
+    return stack[-1] if stack else None
 
 
 class recording:
-    """Context manager that makes `recorder` receive every op applied inside it."""
+    """Context manager that makes `recorder` receive every op applied inside it (None:
+    ops run eagerly, as outside any trace)."""
 
-    def __init__(self, recorder: Recorder):
+    def __init__(self, recorder: Recorder | None):
         self.recorder = recorder
 
     def __enter__(self):
-        _active.append(self.recorder)
+        _active.stack.append(self.recorder)
         return self.recorder
 
     def __exit__(self, *exc):
-        _active.pop()
+        _active.stack.pop()
         return False
 
 
@@ -51,7 +65,8 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         kwargs = dict(op.bind(params))
         arrays = [t._value for t in inputs]
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
-        outs = tuple(Tensor._wrap(v) for v in op.run_eager(arrays, kwargs))
+        device = inputs[0]._device if inputs else None     # results live where inputs do
+        outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     return outs[0] if len(outs) == 1 else outs
 
 

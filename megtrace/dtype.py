@@ -38,8 +38,24 @@ float32, int32, uint8, int8, int16, float16, bool_ = (
 _NARROW = {"float64": "float32", "int64": "int32", "uint64": "int32", "uint32": "int32"}
 
 
+_CANONICAL: dict = {}     # memo: eager mode asks for every array of every op
+
+
 def canonical(dtype) -> str:
     """Return the megtrace dtype name for anything NumPy accepts as a dtype."""
+    try:
+        return _CANONICAL[dtype]
+    except (KeyError, TypeError):     # TypeError: unhashable
+        pass
+    name = _canonical(dtype)
+    try:
+        _CANONICAL[dtype] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _canonical(dtype) -> str:
     try:
         name = np.dtype(dtype).name
     except TypeError as e:

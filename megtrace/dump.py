@@ -12,6 +12,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from . import atomic_io
 from .ir import Graph, Var
 
 CompGraphDumpResult = namedtuple(
@@ -123,8 +124,7 @@ def write_strip_info(target, info: dict, append: bool, content_hash: int) -> Non
         old = open(path).read() if os.path.exists(path) else ""
         merged = _merge(old, info, append)
         merged["hash"] = content_hash
-        with open(path, "w") as f:
-            json.dump(merged, f)
+        atomic_io.write_text(path, json.dumps(merged))
         return
     if not isinstance(target, io.TextIOBase) and not hasattr(target, "read"):
         raise TypeError("strip_info_file must be a path or a text file object")

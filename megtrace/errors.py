@@ -10,8 +10,9 @@ class MegtraceError(Exception):
     """Base class of every error megtrace raises on purpose."""
 
 
-class ShapeError(MegtraceError, ValueError):
-    """Operand shapes that an operator cannot accept."""
+class ShapeError(MegtraceError, ValueError, RuntimeError):
+    """Operand shapes that an operator cannot accept. Also a RuntimeError: MegEngine
+    raises its shape failures (MegBrainError) as RuntimeError, and code catches that."""
 
 
 class DTypeError(MegtraceError, TypeError):
@@ -19,7 +20,27 @@ class DTypeError(MegtraceError, TypeError):
 
 
 class TraceError(MegtraceError, RuntimeError):
-    """Misuse of `trace` (MegEngine raises `TraceError` with the same wording)."""
+    """Misuse of `trace` (MegEngine raises `TraceError` with the same wording).
+
+    `str(e)` is MegEngine's exact message (its own tests compare it); megtrace's detail
+    (which op, where in the user's code) is `e.detail` and a PEP 678 note, so tracebacks
+    show it too.
+    """
+
+    detail: str | None = None
+
+    @classmethod
+    def because(cls, reason: str, detail: str | None = None) -> "TraceError":
+        """MegEngine's "trace error because <reason>", with megtrace's detail attached."""
+        return cls.with_detail(f"trace error because {reason}", detail)
+
+    @classmethod
+    def with_detail(cls, message: str, detail: str | None = None) -> "TraceError":
+        e = cls(message)
+        e.detail = detail
+        if detail:
+            e.add_note(detail)
+        return e
 
 
 class UnsupportedOpError(MegtraceError, NotImplementedError):

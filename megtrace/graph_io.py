@@ -6,6 +6,7 @@ dumped at batch 1 also runs at batch 8 (its shape arithmetic is re-evaluated).
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ class LoadedGraph:
         self._target = target
         self.testcases: list[dict[str, np.ndarray]] = list(testcases or [])
         self._cache: dict[tuple, Any] = {}
+        self._build_lock = threading.Lock()     # one build per signature across threads
         self.inputs = [InputInfo(t.name, t.shape, t.dtype) for t in model.inputs]
         self.graph = self._graph_for({})
         self.output_names = list(self.graph.output_names)
@@ -74,11 +76,17 @@ class LoadedGraph:
 
     def compiled_for(self, arrays: list[np.ndarray]):
         key = tuple(a.shape for a in arrays)
-        if key not in self._cache:
-            from relay_bridge import compile_graph
-            types = {i.name: TensorType(a.shape, i.dtype) for i, a in zip(self.inputs, arrays)}
-            self._cache[key] = compile_graph(self._graph_for(types), self._target)
-        return self._cache[key]
+        compiled = self._cache.get(key)
+        if compiled is None:
+            with self._build_lock:
+                compiled = self._cache.get(key)
+                if compiled is None:
+                    from relay_bridge import compile_graph
+                    types = {i.name: TensorType(a.shape, i.dtype)
+                             for i, a in zip(self.inputs, arrays)}
+                    compiled = compile_graph(self._graph_for(types), self._target)
+                    self._cache[key] = compiled
+        return compiled
 
     def run(self, *args, **named) -> dict[str, np.ndarray]:
         """Outputs by name, as NumPy arrays."""

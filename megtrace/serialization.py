@@ -4,74 +4,147 @@
 deployment are `trace.dump`'s business."""
 from __future__ import annotations
 
+import copyreg
 import os
 import pickle
 from typing import Any
 
 import numpy as np
 
+from .safe_pickle import SafeUnpickler
 from .tensor import Parameter, Tensor
 
 
 
-def _megengine_class(cls):
-    class _Stand_in:
-        """What MegEngine's pickles construct (NEWOBJ with data, dtype, device)."""
+def _tensor_class(cls, map_location):
+    """What MegEngine's pickles construct: NEWOBJ(value, dtype, device) then the state
+    (qparams; "data"/"dtype"/"device" in files from before MegEngine's fastcore Tensor).
+    The device goes through `map_location`."""
+    if map_location is None:
+        return cls
 
+    class _StandIn:
         def __new__(klass, data=None, dtype=None, device=None, *args, **kwargs):
-            return cls(data, dtype=dtype)
-    return _Stand_in
+            if data is None:
+                return cls.__new__(cls)
+            return cls.__new__(cls, data, dtype, _mapped(map_location, device))
+    return _StandIn
 
 
-_MEGENGINE_CLASSES = {
-    ("megengine.tensor", "Tensor"): _megengine_class(Tensor),
-    ("megengine.tensor", "Parameter"): _megengine_class(Parameter),
-    ("megengine.core.tensor.array_method", "Tensor"): _megengine_class(Tensor),
-}
+def _mapped(map_location, device):
+    if callable(map_location):
+        return map_location(device)
+    if isinstance(map_location, dict):
+        name = str(device).split(":")[0]
+        return map_location.get(str(device), map_location.get(name, device))
+    return map_location
+
+
+def _quantization(name: str):
+    from .quantization import utils
+    return getattr(utils, name)
+
+
+_TENSOR_CLASSES = {("megengine.tensor", "Tensor"): Tensor,
+                   ("megengine.tensor", "Parameter"): Parameter,
+                   ("megengine.core.tensor.array_method", "Tensor"): Tensor}
+_QUANTIZATION_CLASSES = {("megengine.quantization.utils", "QParams"): "QParams",
+                         ("megengine.quantization.utils", "QuantMode"): "QuantMode"}
 
 
 class _Unpickler(pickle.Unpickler):
+    """Full pickle (weights_only=False): any class, with MegEngine's tensors mapped."""
+
+    def __init__(self, f, map_location=None):
+        super().__init__(f)
+        self._map_location = map_location
+
     def find_class(self, module: str, name: str):
-        if (module, name) in _MEGENGINE_CLASSES:
-            return _MEGENGINE_CLASSES[(module, name)]
+        if (module, name) in _TENSOR_CLASSES:
+            return _tensor_class(_TENSOR_CLASSES[module, name], self._map_location)
+        if (module, name) in _QUANTIZATION_CLASSES:
+            return _quantization(name)
         if module.startswith("megengine"):
             raise pickle.UnpicklingError(f"load: the checkpoint needs MegEngine's {module}.{name}, "
                                          "which megtrace does not provide")
         return super().find_class(module, name)
 
 
-def _megengine_name(name: str) -> type:
+def _reconstruct(cls, base, state):
+    """copyreg._reconstructor for the one class megtrace pickles with it (QParams)."""
+    from .quantization.utils import QParams
+    if cls is not QParams or base is not object:
+        from .safe_pickle import UnsafePickleError
+        raise UnsafePickleError(f"load: the pickle reconstructs {cls!r}, which is not a type "
+                                "a checkpoint holds; if you trust the file, pass "
+                                "weights_only=False")
+    return object.__new__(cls)
+
+
+_NUMPY_SCALAR_TYPES = ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                       "uint64", "float16", "float32", "float64")
+
+
+def _unpickler(fh, weights_only: bool, map_location=None) -> pickle.Unpickler:
+    if weights_only:
+        extra = {key: _tensor_class(cls, map_location) for key, cls in _TENSOR_CLASSES.items()}
+        extra.update({key: _quantization(name) for key, name in _QUANTIZATION_CLASSES.items()})
+        extra[("copyreg", "_reconstructor")] = _reconstruct
+        # MegEngine pickles a tensor's dtype as a NumPy scalar type (numpy.int8)
+        extra.update({("numpy", name): getattr(np, name) for name in _NUMPY_SCALAR_TYPES})
+        return SafeUnpickler(fh, extra=extra)
+    return _Unpickler(fh, map_location)
+
+
+def _megengine_name(module: str, name: str) -> type:
     """A class standing for MegEngine's in a pickle: its module/name are what MegEngine's
-    own pickles reference, so MegEngine rebuilds its Tensor/Parameter from ours."""
-    return type(name, (), {"__module__": "megengine.tensor", "__qualname__": name})
+    own pickles reference, so MegEngine rebuilds its objects from ours."""
+    return type(name, (), {"__module__": module, "__qualname__": name})
 
 
-_AS_MEGENGINE = {Tensor: _megengine_name("Tensor"), Parameter: _megengine_name("Parameter")}
+_STAND_INS = {("megengine.tensor", "Tensor"): _megengine_name("megengine.tensor", "Tensor"),
+              ("megengine.tensor", "Parameter"): _megengine_name("megengine.tensor", "Parameter"),
+              ("megengine.quantization.utils", "QParams"):
+                  _megengine_name("megengine.quantization.utils", "QParams"),
+              ("megengine.quantization.utils", "QuantMode"):
+                  _megengine_name("megengine.quantization.utils", "QuantMode")}
 
 
 class _Pickler(pickle.Pickler):
     """Arrays are pickled as numpy.ndarray(shape, dtype, bytes): NumPy 2 would write
     `numpy._core` references, which the NumPy 1.x that MegEngine runs with cannot load.
-    Tensors are pickled as megengine.tensor.Tensor(value, dtype, device) with an empty
-    state, which both MegEngine and megtrace.load rebuild."""
+    Tensors are pickled as megengine.tensor.Tensor(value, dtype, device) with MegEngine's
+    state ({"qparams": ...} when set), QParams as MegEngine's class; both MegEngine and
+    megtrace.load rebuild them."""
 
     def reducer_override(self, obj):
+        from .quantization.utils import QParams, QuantMode
         if type(obj) is np.ndarray and obj.dtype.kind in "biufc":
             return np.ndarray, (obj.shape, obj.dtype.str, np.ascontiguousarray(obj).tobytes())
-        if type(obj) in _AS_MEGENGINE:
-            return (_AS_MEGENGINE[type(obj)], (obj.numpy(), obj.dtype.name, obj.device), {})
+        if isinstance(obj, Tensor):
+            kind = "Parameter" if isinstance(obj, Parameter) else "Tensor"
+            value, dtype, device = obj.__getnewargs__()
+            return (_STAND_INS["megengine.tensor", kind], (value, dtype.name, device),
+                    obj.__getstate__())
+        if type(obj) is QParams:      # object.__new__(QParams), then its slots
+            return (copyreg._reconstructor,
+                    (_STAND_INS["megengine.quantization.utils", "QParams"], object, None),
+                    obj.__getstate__())
+        if type(obj) is QuantMode:
+            return _STAND_INS["megengine.quantization.utils", "QuantMode"], (obj.value,)
         return NotImplemented
 
     def dump(self, obj):
-        """While pickling, megengine.tensor resolves to the stand-ins (pickle checks that
-        every class it names can be imported)."""
+        """While pickling, MegEngine's modules resolve to the stand-ins (pickle checks
+        that every class it names can be imported)."""
         import sys
         import types
-        shim = types.ModuleType("megengine.tensor")
-        shim.Tensor, shim.Parameter = _AS_MEGENGINE[Tensor], _AS_MEGENGINE[Parameter]
-        saved = {k: sys.modules.get(k) for k in ("megengine", "megengine.tensor")}
-        sys.modules.setdefault("megengine", types.ModuleType("megengine"))
-        sys.modules["megengine.tensor"] = shim
+        names = ["megengine", "megengine.quantization"] + sorted({m for m, _ in _STAND_INS})
+        saved = {k: sys.modules.get(k) for k in names}
+        for module in names:
+            sys.modules[module] = types.ModuleType(module)
+        for (module, name), cls in _STAND_INS.items():
+            setattr(sys.modules[module], name, cls)
         try:
             return super().dump(obj)
         finally:
@@ -91,13 +164,15 @@ def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:
         _Pickler(fh, protocol=pickle_protocol).dump(obj)
 
 
-def load(f, map_location=None, pickle_module=None) -> Any:
-    """Unpickle a checkpoint (ours or MegEngine's). Pickle runs code: load only files you
-    trust."""
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True) -> Any:
+    """Unpickle a checkpoint (ours or MegEngine's): state dicts, tensors, arrays and plain
+    containers. By default nothing else is constructed, so a hostile file cannot run code
+    (megtrace.safe_pickle); `weights_only=False` unpickles anything — only for files you
+    trust (e.g. a whole pickled Module)."""
     if hasattr(f, "read"):
-        return _writable(_Unpickler(f).load())
+        return _writable(_unpickler(f, weights_only, map_location).load())
     with open(os.fspath(f), "rb") as fh:
-        return _writable(_Unpickler(fh).load())
+        return _writable(_unpickler(fh, weights_only, map_location).load())
 
 
 def _writable(obj: Any) -> Any:

@@ -2,7 +2,7 @@
 
 Outside a trace a Tensor is a NumPy array with MegEngine's dtypes and operators. Inside
 one it also carries the IR `Var` that produced it; in symbolic traces it has no value
-until the traced graph has run.
+until the traced graph has run. As in MegEngine, `tensor` is the class itself.
 """
 from __future__ import annotations
 
@@ -14,36 +14,74 @@ from . import device as _device
 from . import dtype as _dt
 from .errors import TraceError
 
+_NO_DATA = object()     # pickle's NEWOBJ of an old MegEngine file: __setstate__ fills it
+_FORMATS = ("default", "nchw", "nhwc")
+
 
 class Tensor:
-    __slots__ = ("_value", "_var", "_owner", "_version", "_device", "name", "__weakref__")
-    __array_priority__ = 1000  # make `ndarray + Tensor` dispatch to Tensor.__radd__
+    """A multidimensional array of one dtype on one device (MegEngine's `Tensor`).
 
-    def __init__(self, data: Any = None, dtype: Any = None, device: str | None = None,
-                 *, name: str | None = None):
+    `Tensor(data, dtype=None, device=None, is_const=False, no_cache=False, name=None,
+    format="default")`: Python ints become int32, floats float32 (NumPy's 64-bit types are
+    narrowed the same way); from another Tensor the value is shared, and a different
+    `dtype`/`device` than that tensor's is a RuntimeError, as in MegEngine.
+    """
+
+    __slots__ = ("_value", "_var", "_owner", "_version", "_device", "_name", "_qparams",
+                 "_format", "__dict__", "__weakref__")
+    __array_priority__ = 1001  # make `ndarray + Tensor` dispatch to Tensor.__radd__
+    grad = None
+
+    def __new__(cls, data: Any = _NO_DATA, dtype: Any = None, device: Any = None,
+                is_const: bool = False, no_cache: bool = False, name: str | None = None,
+                format: str = "default"):
+        self = object.__new__(cls)
+        self._var = self._owner = None
+        self._version, self._name, self._qparams = 0, "", None
+        self._format = _check_format(format)
+        if data is _NO_DATA:
+            self._value, self._device = np.zeros((0,), np.float32), _device.as_device(None)
+            return self
         if isinstance(data, Tensor):
-            data = data.numpy()
+            self._share(data, dtype, device)
+            return self
         if data is None:
-            data = []
+            raise TypeError("Tensor: data must be a Tensor, an array, a list or a number; "
+                            "got None")
         if dtype is None and not isinstance(data, np.ndarray):
             arr = np.asarray(data)
             dtype = "float32" if arr.dtype.kind == "f" else None
         self._value = _dt.as_array(data, dtype)
-        self._var = None
-        self._owner = None
-        self._version = 0
-        self._device = _device.check(device)
-        self.name = name
+        self._device = _device.as_device(device)
         from .dispatch import active_recorder
         rec = active_recorder()
         if rec is not None:
             rec.created(self)
+        return self
+
+    def __init__(self, data: Any = _NO_DATA, dtype: Any = None, device: Any = None,
+                 is_const: bool = False, no_cache: bool = False, name: str | None = None,
+                 format: str = "default"):
+        if name is not None:
+            self._name = name
+
+    def _share(self, other: "Tensor", dtype, device) -> None:
+        if dtype is not None and _dt.canonical(dtype) != other.dtype.name:
+            raise RuntimeError(f"dtype mismatch: {np.dtype(_dt.canonical(dtype)).name} vs "
+                               f"{other.dtype.name}")
+        if device is not None:
+            want = _device.as_device(device)
+            if want.physical_name != other.device.physical_name:
+                raise RuntimeError(f"device mismatch: {want!r} vs {other.device!r}")
+        self._value, self._var, self._owner = other._value, other._var, other._owner
+        self._device = other._device
 
     @classmethod
-    def _wrap(cls, value: np.ndarray | None, var=None, owner=None) -> "Tensor":
-        t = Tensor.__new__(Tensor)
-        t._value, t._var, t._owner, t._version, t.name = value, var, owner, 0, None
-        t._device = _device.get_default_device()
+    def _wrap(cls, value: np.ndarray | None, var=None, owner=None, device=None) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._value, t._var, t._owner, t._version = value, var, owner, 0
+        t._name, t._qparams, t._format = "", None, "default"
+        t._device = device if device is not None else _device.as_device(None)
         return t
 
     # -- attributes -------------------------------------------------------------------
@@ -64,12 +102,47 @@ class Tensor:
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
-    def device(self) -> str:
+    def device(self) -> _device.CompNode:
         return self._device
 
-    def to(self, device: str) -> "Tensor":
+    @property
+    def format(self) -> str:
+        return self._format
+
+    @format.setter
+    def format(self, format: str) -> None:
+        self._format = _check_format(format)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, name: str | None) -> None:
+        self._name = "" if name is None else name
+
+    @property
+    def qparams(self):
+        """Quantization parameters (MegEngine's QParams; created empty on first access)."""
+        if self._qparams is None:
+            from .quantization.utils import create_qparams
+            self._qparams = create_qparams()
+        return self._qparams
+
+    def to(self, device) -> "Tensor":
         """A copy on `device` (values stay in host memory; the device picks TVM's target)."""
-        return Tensor(self.numpy(), dtype=self.dtype, device=device)
+        if isinstance(device, str) and not _device._valid(device):
+            raise ValueError(f"invalid device name {device}. For the correct format of the "
+                             "device name, please refer to the instruction of "
+                             "megengine.device.set_default_device()")
+        t = self.detach()
+        t._device = _device.as_device(device)
+        return t
+
+    def detach(self) -> "Tensor":
+        """A new Tensor with the same value (MegEngine: detached from autodiff)."""
+        t = Tensor._wrap(self._value, self._var, self._owner, self._device)
+        return t
 
     def numpy(self) -> np.ndarray:
         if self._value is None:
@@ -80,35 +153,120 @@ class Tensor:
                                  "from a record_only trace and has no value")
         return self._value.copy()
 
-    def item(self):
+    def item(self, *args):
+        """The value of a one-element tensor as a Python number (`x.item(i, j)`: of x[i, j])."""
+        if args:
+            return self[args].item()
+        assert self.size == 1
         return self.numpy().item()
+
+    def tolist(self):
+        return self.numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """NumPy ufuncs on Tensors (np.add(t, a)) give a Tensor on t's device."""
+        return type(self)(np.asarray(array), dtype=np.asarray(array).dtype, device=self.device)
+
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise TypeError("ndim is 0")
         return self.shape[0]
 
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
     def __bool__(self) -> bool:
-        return bool(self.numpy())
+        return bool(self.item())
+
+    def _scalar(self):
+        """The one element, for int()/float() (MegEngine accepts any one-element shape)."""
+        arr = self.numpy()
+        if arr.size != 1:
+            raise TypeError(f"only one-element tensors can be converted to Python scalars; "
+                            f"got shape {arr.shape}")
+        return arr.reshape(()).item()
 
     def __float__(self) -> float:
-        return float(self.numpy())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.numpy())
+        return int(self._scalar())
+
+    def __index__(self) -> int:
+        return self._scalar().__index__()
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
 
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        body = "<symbolic>" if self._value is None else np.array2string(
-            self._value, separator=", ", threshold=20)
+        if self._value is None and self._owner is None:
+            body = "<symbolic>"
+        else:
+            with np.printoptions(precision=4, suppress=False):
+                body = str(self.numpy())
         extra = "" if self.dtype == np.float32 else f", dtype={self.dtype.name}"
-        shown = self.device if ":" in self.device else f"{self.device}:0"
-        return f"Tensor({body}{extra}, device={shown})"
+        return f"{type(self).__name__}({body}{extra}, device={self.device})"
+
+    # -- pickling (MegEngine's format: NEWOBJ(value, dtype, device) + state) ------------
+    def __getnewargs__(self):
+        return self.numpy(), self.dtype, self.device.logical_name
+
+    def __getstate__(self) -> dict:
+        return {} if self._qparams is None else {"qparams": self._qparams}
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state or {})
+        if "data" in state:       # MegEngine's files before its fastcore Tensor
+            data, device, dtype = state.pop("data"), state.pop("device"), state.pop("dtype")
+            self._reset(Tensor(data, dtype=dtype, device=device))
+        self._qparams = state.pop("qdict", None) if "qdict" in state else \
+            state.pop("qparams", None)
+        if "name" in state:       # megtrace's own files before this format
+            self._name = state.pop("name") or ""
+
+    # -- in-place updates ---------------------------------------------------------------
+    def _reset(self, other) -> None:
+        """Make this tensor hold `other`'s value (MegEngine's _reset: x[...] = v, x += y)."""
+        if not isinstance(other, Tensor):
+            other = Tensor(other, dtype=self.dtype, device=self.device)
+        from .dispatch import active_recorder
+        rec = active_recorder()
+        if rec is not None and other._owner is None and hasattr(rec, "rebind"):
+            rec.rebind(self, other)
+        self._value, self._var, self._owner = other._value, other._var, other._owner
+        self._device = other._device
+        self._version += 1
+
+    def _set_value(self, value: np.ndarray) -> None:
+        """In-place update of a tensor's value (parameters, running statistics)."""
+        self._value = _dt.as_array(value, self._value.dtype)
+        self._version += 1
+
+    def set_value(self, value) -> None:
+        """Deprecated in MegEngine 1.0 (use `x[...] = value`); kept for old code."""
+        self._reset(value)
+
+    def reset_zero(self) -> None:
+        """Deprecated in MegEngine 1.0 (use `x *= 0`)."""
+        self *= 0
+
+    def __setitem__(self, index, value) -> None:
+        if index is Ellipsis:
+            self._reset(value)
+            return
+        from .functional.indexing import setitem
+        self._reset(setitem(self, index, value))
+
+    def __getitem__(self, index) -> "Tensor":
+        from .functional.indexing import getitem
+        return getitem(self, index)
 
     # -- methods that are operators ---------------------------------------------------
     def astype(self, dtype) -> "Tensor":
@@ -117,32 +275,48 @@ class Tensor:
 
     def reshape(self, *shape) -> "Tensor":
         from . import functional as F
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return F.reshape(self, shape)
+        return F.reshape(self, _shape_arg(shape))
+
+    def _broadcast(self, *shape) -> "Tensor":
+        from . import functional as F
+        return F.broadcast_to(self, _shape_arg(shape))
 
     def flatten(self, start_axis: int = 0, end_axis: int = -1) -> "Tensor":
         from . import functional as F
         return F.flatten(self, start_axis, end_axis)
 
-    def __reduce__(self):
-        return (type(self), (self.numpy(),), {"name": self.name} if self.name else None)
 
-    def __setstate__(self, state):
-        self.name = state.get("name")
+def _check_format(format: str) -> str:
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {_FORMATS}; got {format!r}")
+    return format
 
-    def _set_value(self, value: np.ndarray) -> None:
-        """In-place update of a tensor's value (parameters, running statistics)."""
-        self._value = _dt.as_array(value, self._value.dtype)
-        self._version += 1
+
+def _shape_arg(args: tuple) -> tuple:
+    """MegEngine's shape arguments: x.reshape(2, 3), x.reshape((2, 3)), x.reshape(shape_tensor)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list, np.ndarray, Tensor)):
+        args = args[0]
+    if isinstance(args, Tensor):
+        return tuple(int(d) for d in np.atleast_1d(args.numpy()))
+    return tuple(int(d) if isinstance(d, (Tensor, np.integer)) else d for d in args)
 
 
 def _binary(name: str, reflected: bool = False):
     def method(self, other):
+        if other is None:
+            raise TypeError("the operand is None and is not supported.")
         from . import functional as F
         fn = getattr(F, name)
         return fn(other, self) if reflected else fn(self, other)
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _inplace(dunder: str):
+    def method(self, other):
+        self._reset(getattr(self, dunder)(other))
+        return self
+    method.__name__ = dunder.replace("__", "__i", 1)
     return method
 
 
@@ -152,9 +326,11 @@ for _dunder, _fname in (("add", "add"), ("sub", "sub"), ("mul", "mul"),
                         ("or", "logical_or"), ("xor", "logical_xor")):
     setattr(Tensor, f"__{_dunder}__", _binary(_fname))
     setattr(Tensor, f"__r{_dunder}__", _binary(_fname, reflected=True))
+    setattr(Tensor, f"__i{_dunder}__", _inplace(f"__{_dunder}__"))
 for _dunder, _fname in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                         ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
     setattr(Tensor, f"__{_dunder}__", _binary(_fname))
+Tensor.__hash__ = object.__hash__     # defining __eq__ would otherwise drop it
 
 
 def _functional():
@@ -172,10 +348,9 @@ def _reduction(mode: str):
 for _mode in ("sum", "mean", "max", "min", "prod"):
     setattr(Tensor, _mode, _reduction(_mode))
 Tensor.__neg__ = lambda self: _functional().neg(self)
+Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _functional().abs(self)
 Tensor.__invert__ = lambda self: _functional().logical_not(self)
-Tensor.__getitem__ = lambda self, key: __import__(
-    "megtrace.functional.indexing", fromlist=["getitem"]).getitem(self, key)
 
 
 def _transpose(self, *pattern) -> "Tensor":
@@ -196,6 +371,4 @@ class Parameter(Tensor):
     __slots__ = ()
 
 
-def tensor(data: Any = None, dtype: Any = None, device: str | None = None) -> Tensor:
-    """Create a Tensor (MegEngine's `megengine.tensor`); floats default to float32."""
-    return Tensor(data, dtype=dtype, device=device)
+tensor = Tensor

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -21,7 +22,11 @@ from .targets import resolve
 class CompiledGraph:
     """A graph compiled by TVM: call it with NumPy arrays, get a list of NumPy arrays.
     The VM is created on first call, so graphs built for other machines (aarch64, CUDA
-    here) can still be inspected and exported."""
+    here) can still be inspected and exported.
+
+    Calls may come from several threads at once: a Relax VM keeps its registers and
+    output storage between calls, so each thread gets its own VM and staging buffers
+    (the executable and its kernels are shared)."""
 
     graph: Graph
     target: Any
@@ -34,36 +39,71 @@ class CompiledGraph:
     def __post_init__(self):
         kind = self.target.kind.name
         self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
-        self._main = None
-        self._staging: dict[int, np.ndarray] = {}
+        self._per_thread = threading.local()
+
+    @property
+    def _main(self):
+        """This thread's VM entry function (created on the thread's first call)."""
+        state = self._per_thread
+        main = getattr(state, "main", None)
+        if main is None:
+            state.vm = relax().VirtualMachine(self.executable, self._device)
+            state.main = main = state.vm["main"]
+            state.staging = {}
+        return main
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        if self._main is None:
-            self._vm = relax().VirtualMachine(self.executable, self._device)
-            self._main = self._vm["main"]
+        main = self._main
         if self.target.kind.name != "llvm":
             t = tvm()
             args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
-            return [r.numpy() for r in self._main(*args)]
-        result = self._main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
+            return [r.numpy() for r in main(*args)]
+        result = main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
         # Copy out through DLPack (a VM may reuse its output storage on the next call).
         return [np.from_dlpack(r).copy() for r in result]
 
     def _host_tensor(self, slot: int, array: np.ndarray):
         """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
         zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
-        aligned staging buffer."""
+        aligned staging buffer of this thread."""
         array = np.asarray(array)
         if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
             return tvm().runtime.tensor(array, self._device)
         if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
-            buf = self._staging.get(slot)
+            staging = self._per_thread.staging
+            buf = staging.get(slot)
             if buf is None or buf.shape != array.shape or buf.dtype != array.dtype:
                 buf = _aligned_empty(array.shape, array.dtype)
-                self._staging[slot] = buf
+                staging[slot] = buf
             np.copyto(buf, array)
             array = buf
         return tvm().runtime.from_dlpack(array)
+
+
+@dataclass
+class InterpretedGraph:
+    """A graph with 0-size values, run by megtrace's NumPy interpreter: TVM cannot hold
+    them (0-size constants do not load back from an executable, DLPack refuses 0-size
+    NumPy buffers, Relax reshape reads a 0 in a target shape as "keep that axis")."""
+
+    graph: Graph
+    target: Any
+    executable: Any = None
+    build_seconds: float = 0.0
+    rules: list[str] = field(default_factory=list)
+    pipeline: str = "numpy-interpreter"
+    kernels: list[str] = field(default_factory=list)
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        from megtrace.interpreter import run
+        return [np.asarray(v) for v in run(self.graph, *arrays)]
+
+
+def has_empty_values(graph: Graph) -> bool:
+    """Whether any input, constant or intermediate value of `graph` has 0 elements."""
+    return any(v.type.size == 0 for v in graph.inputs) or \
+        any(v.type.size == 0 for v in graph.consts) or \
+        any(v.type.size == 0 for n in graph.nodes for v in n.outputs)
 
 
 def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
@@ -104,6 +144,8 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     """
     tgt = resolve(target)
     options = options or BuildOptions()
+    if has_empty_values(graph):
+        return InterpretedGraph(graph, tgt)
     if not 0 <= options.opt_level <= 3:
         raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")
     if options.opt_level < 2:

@@ -13,9 +13,11 @@ bad feeds fail with a ValueError naming the input before TVM sees them.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +49,77 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
     return manifest
 
 
+def library_digest(library: str | os.PathLike) -> tuple[int, str]:
+    """(size in bytes, sha256 hex) of a library file, as its manifest records them."""
+    h = hashlib.sha256()
+    size = 0
+    with open(library, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return size, h.hexdigest()
+
+
+# ISA extensions whose absence makes a library die with SIGILL: LLVM's feature name ->
+# the Linux /proc/cpuinfo flag (x86) that says the CPU and OS enable it.
+_X86_ISA = {"sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "avx", "avx2": "avx2",
+            "fma": "fma", "f16c": "f16c", "bmi2": "bmi2", "avx512f": "avx512f",
+            "avx512bw": "avx512bw", "avx512dq": "avx512dq", "avx512vl": "avx512vl",
+            "avx512cd": "avx512cd", "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
+            "avx512fp16": "avx512_fp16", "avxvnni": "avx_vnni", "amx-tile": "amx_tile"}
+
+
+def _host_cpu_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def check_library(library: Path, manifest: dict[str, Any]) -> None:
+    """Refuse, before dlopen, a library that is not the one its manifest describes (a
+    torn or swapped file would crash the process with SIGBUS) or that needs ISA
+    extensions this CPU lacks (SIGILL)."""
+    want_size, want_hash = manifest.get("library_size"), manifest.get("library_sha256")
+    if want_size is not None:
+        size, digest = library_digest(library)
+        if size != want_size or digest != want_hash:
+            raise ValueError(f"{str(library)!r}: the library does not match its manifest "
+                             f"({size} bytes, sha256 {digest[:12]}..., the manifest says "
+                             f"{want_size} bytes, {str(want_hash)[:12]}...): it is truncated "
+                             "or from another export; export again")
+    missing = sorted(_missing_isa(manifest.get("target") or {}))
+    if missing:
+        raise ValueError(f"{str(library)!r} was built for {manifest['target'].get('mcpu')} and "
+                         f"needs CPU features this machine lacks: {', '.join(missing)}; "
+                         "export it for this machine's target")
+
+
+def _missing_isa(target: dict[str, Any]) -> set[str]:
+    if target.get("kind") != "llvm":
+        return set()
+    triple = str(target.get("mtriple", "") or "")
+    import platform
+    if triple and triple.split("-")[0] != platform.machine():
+        raise ValueError(f"the library was built for {triple}, this machine is "
+                         f"{platform.machine()}")
+    flags = _host_cpu_flags()
+    if flags is None or platform.machine() not in ("x86_64", "AMD64"):
+        return set()
+    import tvm
+    spec = {k: v for k, v in target.items() if k not in ("tag", "keys")}
+    features = tvm.target.codegen.llvm_get_cpu_features(tvm.target.Target(spec))
+    return {name for name, flag in _X86_ISA.items() if name in features and flag not in flags}
+
+
 class DeployedModel:
-    """An exported model, loaded: call it with NumPy arrays, get a list of arrays."""
+    """An exported model, loaded: call it with NumPy arrays, get a list of arrays.
+    Safe to call from several threads: each thread runs its own VM over the one
+    loaded library (a VM keeps registers and outputs between calls)."""
 
     def __init__(self, library: str | os.PathLike, manifest: dict[str, Any]):
         self.library = Path(os.fspath(library))
@@ -64,8 +135,18 @@ class DeployedModel:
         self._tvm = tvm
         kind = manifest.get("device", "cpu")
         self.device = tvm.cpu(0) if kind == "cpu" else tvm.device(kind, 0)
-        self._vm = VirtualMachine(tvm.runtime.load_module(str(self.library)), self.device)
-        self._main = self._vm["main"]
+        check_library(self.library, manifest)
+        self._module = tvm.runtime.load_module(str(self.library))
+        self._vm_class = VirtualMachine
+        self._per_thread = threading.local()
+        self._main_for_this_thread()          # fail at load time, not on the first call
+
+    def _main_for_this_thread(self):
+        state = self._per_thread
+        if getattr(state, "main", None) is None:
+            state.vm = self._vm_class(self._module, self.device)
+            state.main = state.vm["main"]
+        return state.main
 
     def _feed(self, args: tuple, named: dict) -> list[np.ndarray]:
         names = [i["name"] for i in self.inputs]
@@ -97,7 +178,7 @@ class DeployedModel:
     def __call__(self, *args: np.ndarray, **named: np.ndarray) -> list[np.ndarray]:
         """Outputs in order, as NumPy arrays."""
         tensors = [self._tvm.runtime.tensor(a, self.device) for a in self._feed(args, named)]
-        result = self._main(*tensors)
+        result = self._main_for_this_thread()(*tensors)
         return [r.numpy() for r in result]
 
     def run(self, *args: np.ndarray, **named: np.ndarray) -> dict[str, np.ndarray]:

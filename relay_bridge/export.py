@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from megtrace import atomic_io
+
 from ._tvm import tvm
-from .deploy import FORMAT, FORMAT_VERSION, DeployedModel, load, manifest_path
+from .deploy import (FORMAT, FORMAT_VERSION, DeployedModel, library_digest, load,
+                     manifest_path)
 from .executable import Built, build_executable
 from .source import graph_of
 from .targets import resolve
@@ -61,12 +64,16 @@ def export(model: Any, path: str | os.PathLike, target: Any = None, *,
                    num_threads)
     from .cross import linker_for
     fcompile = linker_for(built.target, path)
-    with _quiet_stderr():        # one "Scope Saving" warning per embedded weight
-        built.executable.export_library(str(path), fcompile=fcompile)
+    # The library is written beside its final name and renamed into place, then the
+    # manifest (which records the library's size and hash, so a library and manifest of
+    # different exports are told apart when an export was killed between the two).
+    with atomic_io.atomic_path(path) as tmp, _quiet_stderr():
+        built.executable.export_library(str(tmp), fcompile=fcompile)
     threads = num_threads or _threads_of(built.target)
     manifest = _manifest(graph, built, path.name, threads)
+    manifest["library_size"], manifest["library_sha256"] = library_digest(path)
     mpath = manifest_path(path)
-    mpath.write_text(json.dumps(manifest, indent=1) + "\n")
+    atomic_io.write_text(mpath, json.dumps(manifest, indent=1) + "\n")
     return Exported(path, mpath, str(built.target), built.pipeline,
                     time.perf_counter() - start)
 

@@ -38,9 +38,10 @@ def _ty(expr) -> TensorType:
 
 
 def lift(mod, input_names: list[str], output_names: list[str],
-         names: dict[str, str] | None = None) -> Graph:
+         names: dict[str, str] | None = None, kept: dict | None = None) -> Graph:
     """The `main` function of `mod` (one dataflow block) as a megtrace Graph; `names` maps
-    Relax variable names back to the original node names (for keep_opr_name/var names)."""
+    Relax variable names back to the original node names (for keep_opr_name/var names);
+    `kept` maps the opaque calls optimize.to_relax_for_inference made back to their nodes."""
     rx = relax()
     from tvm.ir.expr import GenericConst as Const
     func = mod["main"]
@@ -49,21 +50,41 @@ def lift(mod, input_names: list[str], output_names: list[str],
     for param, name in zip(func.params, input_names):
         env[param] = g.add_input(_ty(param), name)
     bindings = [b for block in func.body.blocks for b in block.bindings]
+    opaque = "relax.call_pure_packed"
     missing = sorted({b.value.op.name for b in bindings if isinstance(b.value, rx.Call)
-                      and b.value.op.name not in CONVERTERS})
+                      and b.value.op.name not in CONVERTERS and b.value.op.name != opaque})
     if missing:
         raise UnsupportedOpError(f"lift: no megtrace operator for {', '.join(missing)}")
 
     def arg(a):
+        """A Relax argument as megtrace values: constants become graph constants and an
+        inline tuple (concat's operand list) a list of them; attributes-like arguments
+        (PrimValue, ShapeExpr) are passed on for the converter to read."""
         if isinstance(a, Const):
             return g.add_const(a.value.numpy())
-        return env[a]
+        if _tensor_tuple(a):
+            return [arg(f) for f in a.fields]
+        if isinstance(a, rx.Var):
+            return env[a]
+        return a
+
+    def _tensor_tuple(a):       # concat's operands inline, not bound to a tuple var
+        return isinstance(a, rx.Tuple) and a.fields and \
+            all(isinstance(f, (rx.Var, Const)) for f in a.fields)
 
     for b in bindings:
         v = b.value
         if isinstance(v, rx.Call):
-            args = [arg(a) if isinstance(a, (rx.Var, Const)) else a for a in v.args]
-            outs = CONVERTERS[v.op.name](g, v, args, _ty(b.var))
+            args = [arg(a) for a in v.args]
+            if v.op.name == opaque:
+                node = (kept or {}).get(str(v.args[0].global_symbol))
+                if node is None:
+                    raise UnsupportedOpError(f"lift: unknown packed call {v.args[0]}")
+                outs = list(g.add_node(node.op, args[1:], node.kwargs))
+                env[b.var] = outs[0] if len(outs) == 1 else outs
+                continue
+            ty = _ty(b.var) if hasattr(b.var.ty, "shape") else None   # None: a tuple
+            outs = CONVERTERS[v.op.name](g, v, args, ty)
             hint = (names or {}).get(b.var.name, "")
             if hint and g.nodes and outs[0] is g.nodes[-1].outputs[0]:
                 outs[0].name_hint = hint
@@ -77,7 +98,7 @@ def lift(mod, input_names: list[str], output_names: list[str],
         else:
             raise UnsupportedOpError(f"lift: cannot lift a {type(v).__name__} binding")
     body = func.body.body
-    outs = env[body] if not isinstance(body, rx.Tuple) else [arg(f) for f in body.fields]
+    outs = arg(body)
     outs = outs if isinstance(outs, list) else [outs]
     g.set_outputs(outs, output_names)
     return g.prune()
@@ -97,6 +118,10 @@ _UNARY = {"nn.relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
           "negative": "neg", "abs": "abs", "floor": "floor", "ceil": "ceil", "sin": "sin",
           "cos": "cos", "sqrt": "sqrt", "erf": "erf", "round": "round", "nn.silu": "silu",
           "nn.gelu": "gelu", "logical_not": "logical_not"}
+# inverse/hyperbolic trigonometry, sign, atan2, logaddexp, shifts, isnan/isinf
+_UNARY.update({n: n for n in ("tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+                              "sign", "isnan", "isinf")})
+_BINARY.update({"atan2": "atan2", "left_shift": "left_shift", "right_shift": "right_shift"})
 
 for _r, _m in _BINARY.items():
     CONVERTERS[f"relax.{_r}"] = (lambda g, call, a, out, _m=_m: _node(g, _m, a))
@@ -124,6 +149,8 @@ def _leaky(g, call, a, out):
 
 @converter("astype")
 def _astype(g, call, a, out):
+    if a[0].type.dtype == out.dtype:   # argmax's int64 -> int32 when arg_reduce gave int32
+        return [a[0]]
     return _node(g, "astype", a, dtype=out.dtype)
 
 
@@ -202,6 +229,8 @@ def _reshape(g, call, a, out):
     """A reshape that merges axes is written back as flatten, so that the file keeps the
     batch symbolic (GetVarShape + Reshape), as MegEngine writes flatten."""
     x = a[0]
+    if x.type.shape == out.shape:       # MegEngine's loader folds a no-op Reshape away
+        return [x]
     axes = _as_flatten(x.type, out)
     if axes is not None:
         return _node(g, "flatten", [x], start_axis=axes[0], end_axis=axes[1])
@@ -244,3 +273,32 @@ def _strided_slice(g, call, a, out):
     axes, begins, ends, steps = (fields + [[1] * len(fields[0])])[:4]
     rows = tuple((ax, b, e, s, None) for ax, b, e, s in zip(axes, begins, ends, steps))
     return _node(g, "subtensor", a[:1], index=rows)
+
+
+# -- sorting, arg-reductions, gather/scatter (MegEngine's math/tensor functionals) --------
+@converter("topk")
+def _topk(g, call, a, out):
+    """A full-length sort is argsort; a values-only topk is lifted with its indices."""
+    k, n = int(call.attrs.k), _ty(call.args[0]).shape[-1]
+    descending = bool(call.attrs.largest)
+    outs = _node(g, "argsort", a, descending=descending) if k == n and \
+        _ty(call.args[0]).ndim == 2 else _node(g, "topk", a, k=k, descending=descending)
+    return [outs[0]] if str(call.attrs.ret_type) == "values" else [outs]
+
+
+@converter("argmax", "argmin")
+def _arg_reduce(g, call, a, out):
+    """arg_reduce gives int32; the astype that follows in our lowering keeps it."""
+    mode = "max" if call.op.name.endswith("argmax") else "min"
+    return _node(g, "arg_reduce", a, mode=mode, axis=int(call.attrs.axis),
+                 keepdims=bool(call.attrs.keepdims))
+
+
+@converter("gather_elements")
+def _gather_elements(g, call, a, out):
+    return _node(g, "gather", a, axis=int(call.attrs.axis))
+
+
+@converter("scatter_elements")
+def _scatter_elements(g, call, a, out):
+    return _node(g, "scatter", a, axis=int(call.attrs.axis))

@@ -19,6 +19,12 @@ class LowerContext:
     types: list[TensorType]     # input types
     out: TensorType             # (first) result type
     outs: list[TensorType] = None   # every result type
+    bb: Any = None                  # the BlockBuilder (normalize gives sub-expressions types)
+
+    def normalize(self, expr):
+        """`expr` with its type filled in, for lowerings that build on an intermediate
+        (Relax reshape checks element counts, so it needs a typed input for 0-size tensors)."""
+        return self.bb.normalize(expr) if self.bb is not None else expr
 
     def const(self, value, dtype: str):
         import numpy as np
@@ -50,7 +56,7 @@ def emit_node(bb, node, args: list) -> list:
     """Emit `node.op.lower(...)` of Relax `args` into `bb`; one Relax var per output."""
     rx = relax()
     ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type,
-                       [v.type for v in node.outputs])
+                       [v.type for v in node.outputs], bb)
     try:
         expr = node.op.lower(ctx, *args, **node.kwargs)
     except Exception as e:

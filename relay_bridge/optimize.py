@@ -30,13 +30,18 @@ class _Named:
     def emit(self, expr):
         return self.bb.emit(expr, name_hint=self.name)
 
+    def normalize(self, expr):     # lowerings type intermediates through LowerContext
+        return self.bb.normalize(expr)
 
-def to_relax_for_inference(graph: Graph) -> tuple:
+
+def to_relax_for_inference(graph: Graph, kept: dict | None = None) -> tuple:
     """Like lower.to_relax, but BatchNorm as R.nn.batch_norm so TVM can fold it; also
-    returns Relax variable name -> node name."""
+    returns Relax variable name -> node name. Nodes of `opaque_in_optimize` ops become
+    opaque calls named by their key in `kept` (which lift turns back into the node)."""
     rx = relax()
     bb = rx.BlockBuilder()
     names: dict[str, str] = {}
+    kept = {} if kept is None else kept
     params = [rx.Var(f"in{i}", rx.TensorType(v.type.shape, v.type.dtype))
               for i, v in enumerate(graph.inputs)]
     env = dict(zip(graph.inputs, params))
@@ -54,6 +59,10 @@ def to_relax_for_inference(graph: Graph) -> tuple:
                                                       epsilon=node.kwargs["eps"],
                                                       training=False))
                     env[node.outputs[0]] = bb.emit(rx.TupleGetItem(out, 0))
+                elif node.op.opaque_in_optimize:
+                    name = f"n{len(names)}"
+                    names[name] = node.outputs[0].name_hint
+                    env.update(zip(node.outputs, _emit_opaque(bb, name, node, args, kept)))
                 else:
                     name = f"n{len(names)}"
                     names[name] = node.outputs[0].name_hint
@@ -61,6 +70,20 @@ def to_relax_for_inference(graph: Graph) -> tuple:
             out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
         bb.emit_func_output(out)
     return bb.get(), names
+
+
+def _emit_opaque(bb, name: str, node, args: list, kept: dict) -> list:
+    """The node as a pure packed call TVM's passes move around but never look into."""
+    rx = relax()
+    key = f"megtrace.kept.{len(kept)}"
+    kept[key] = node
+    types = [rx.TensorType(v.type.shape, v.type.dtype) for v in node.outputs]
+    call = rx.op.call_pure_packed(key, *args, ty_args=types[0] if len(types) == 1 else
+                                  rx.TupleType(types))
+    out = bb.emit(call, name_hint=name)
+    if len(types) == 1:
+        return [out]
+    return [bb.emit(rx.TupleGetItem(out, i)) for i in range(len(types))]
 
 
 def _bias_before_bn(mod):
@@ -168,7 +191,8 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     """The optimized graph and its MegEngine optimize_options bits."""
     t = tvm()
     rx = relax()
-    mod, names = to_relax_for_inference(graph)
+    kept: dict = {}
+    mod, names = to_relax_for_inference(graph, kept)
     mod = _bias_before_bn(mod)
     passes = t.transform.Sequential([
         rx.transform.FoldBatchnormToConv2D(), rx.transform.DecomposeOpsForInference(),
@@ -177,7 +201,7 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
         rx.transform.DeadCodeElimination()])
     with t.transform.PassContext(opt_level=3):
         mod = passes(mod)
-    lifted = lift(mod, list(graph.input_names), list(graph.output_names), names)
+    lifted = lift(mod, list(graph.input_names), list(graph.output_names), names, kept)
     fused = _arith_fusion(_merge_constant_adds(lifted), fuse_conv_bias_nonlinearity)
     if fuse_grain:
         fused = _fold_global_pooling(fused)

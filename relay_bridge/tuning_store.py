@@ -17,10 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
+
+from megtrace import atomic_io
+
+log = logging.getLogger(__name__)
 
 META = "megtrace.json"
 DECISIONS = "decisions.json"
@@ -64,16 +70,43 @@ class Store:
         """Every record (created if missing)."""
         from tvm.s_tir.meta_schedule.database import JSONDatabase
         self.dir.mkdir(parents=True, exist_ok=True)
-        return JSONDatabase(work_dir=str(self.dir))
+        self._repair_database()
+        try:
+            return JSONDatabase(work_dir=str(self.dir))
+        except Exception as e:            # noqa: BLE001 - TVM raises InternalError/TVMError
+            first = (str(e).strip().splitlines() or [""])[0]
+            moved = []
+            for name in ("database_workload.json", "database_tuning_record.json"):
+                path = self.dir / name
+                if path.exists():
+                    aside = path.with_name(f"{name}.unreadable-{int(time.time())}")
+                    os.replace(path, aside)
+                    moved.append(aside.name)
+            log.warning("tuning: the database in %s could not be read (%s); moved aside as "
+                        "%s and starting an empty one", self.dir, first, ", ".join(moved))
+            return JSONDatabase(work_dir=str(self.dir))
+
+    def _repair_database(self) -> None:
+        """MetaSchedule appends one JSON line per workload/record; a process killed
+        mid-line leaves a torn last line that would make every later load fail. Torn
+        lines (and records of a dropped workload) are dropped with a warning."""
+        workloads = self.dir / "database_workload.json"
+        records = self.dir / "database_tuning_record.json"
+        kept_workloads = _valid_lines(workloads, lambda v: isinstance(v, list) and len(v) == 2)
+        if kept_workloads is None:
+            return
+        count = len(kept_workloads)
+        _valid_lines(records, lambda v: isinstance(v, list) and len(v) == 2
+                     and isinstance(v[0], int) and 0 <= v[0] < count
+                     and isinstance(v[1], list) and len(v[1]) == 4)
 
     def decisions(self) -> dict[str, dict[str, Any]]:
         """Per workload hash: {"name", "kept", "tuned_us", "untuned_us"}."""
-        path = self.dir / DECISIONS
-        return json.loads(path.read_text()) if path.is_file() else {}
+        return _read_json(self.dir / DECISIONS)
 
     def record_decisions(self, new: dict[str, dict[str, Any]]) -> None:
         merged = {**self.decisions(), **new}
-        (self.dir / DECISIONS).write_text(json.dumps(merged, indent=1) + "\n")
+        atomic_io.write_text(self.dir / DECISIONS, json.dumps(merged, indent=1) + "\n")
 
     def applied_database(self) -> Any:
         """The best record of every workload not rejected by a re-measurement, in memory
@@ -96,15 +129,53 @@ class Store:
         return applied
 
     def read_meta(self) -> dict[str, Any]:
-        path = self.dir / META
-        return json.loads(path.read_text()) if path.is_file() else {}
+        return _read_json(self.dir / META)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / META).write_text(json.dumps(meta, indent=1) + "\n")
+        atomic_io.write_text(self.dir / META, json.dumps(meta, indent=1) + "\n")
 
     def others(self) -> list[str]:
         """Target folders present in the work_dir (for error messages)."""
         if not self.work_dir.is_dir():
             return []
         return sorted(p.name for p in self.work_dir.iterdir() if (p / META).is_file())
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file; a missing, torn or foreign one reads as empty, with a warning
+    (it is rewritten whole by the next tuning run)."""
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        log.warning("tuning: ignoring unreadable %s (%s)", path, e)
+        return {}
+    if not isinstance(value, dict):
+        log.warning("tuning: ignoring %s: not a JSON object", path)
+        return {}
+    return value
+
+
+def _valid_lines(path: Path, accept) -> list[str] | None:
+    """The lines of a JSON-lines file that parse and satisfy `accept`; the file is
+    rewritten without the others (warning). None when the file does not exist."""
+    if not path.is_file():
+        return None
+    raw = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+    kept = []
+    for line in raw:
+        if not line.strip():
+            continue
+        try:
+            ok = accept(json.loads(line))
+        except ValueError:
+            ok = False
+        if ok:
+            kept.append(line)
+    dropped = sum(1 for line in raw if line.strip()) - len(kept)
+    if dropped:
+        log.warning("tuning: dropped %d torn or inconsistent line(s) of %s", dropped, path)
+        atomic_io.write_text(path, "".join(line + "\n" for line in kept))
+    return kept

@@ -8,9 +8,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
-# CI and sessions lay shared/ beside the checkout; MEGTRACE_FIXTURES overrides.
-FIXTURES = Path(os.environ.get("MEGTRACE_FIXTURES",
-                               ROOT.parent / "shared" / "fixtures" / "megengine-1.13"))
+# Files written by the real MegEngine 1.13 (see tests/data/megengine-1.13/README.md);
+# MEGTRACE_FIXTURES points elsewhere (e.g. at a fuller set).
+FIXTURES = Path(os.environ.get("MEGTRACE_FIXTURES", TESTS / "data" / "megengine-1.13"))
 
 
 @pytest.fixture

@@ -1,70 +1,246 @@
-"""`Tensor.__getitem__`: ints, slices, None, Ellipsis and one integer-tensor index."""
+"""`Tensor.__getitem__` / `__setitem__` with MegEngine's indexing rules.
+
+Index forms: ints, slices, None, Ellipsis, integer tensors/lists/arrays (one or several,
+broadcast together) and boolean masks. As MegEngine does, None adds axes first; indexing
+with only ints and slices is a Subtensor, anything with an index tensor is an
+IndexingMultiAxisVec (NumPy's result-axis rule), a boolean mask becomes the index tensors
+of its true elements. `x[mask] = scalar` is a select (MegEngine's MaskedFill), so it
+traces with a traced mask too.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..dispatch import apply
-from ..errors import ShapeError
+from ..errors import ShapeError, UnsupportedOpError
+from ..ir import TensorType
+from ..ops import get as get_op
 from ..tensor import Tensor
 
 
-def _split_key(key, ndim: int):
-    key = key if isinstance(key, tuple) else (key,)
-    if sum(k is Ellipsis for k in key) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if used > ndim:
-        raise IndexError(f"too many indices for a {ndim}-d tensor: {used} were indexed")
-    out = []
-    for k in key:
-        if k is Ellipsis:
-            out.extend([slice(None)] * (ndim - used))
-        else:
-            out.append(k)
-    return out + [slice(None)] * (ndim - sum(1 for k in out if k is not None))
+@dataclass
+class _Plan:
+    """x[index] as ops: new axes, then a Subtensor or an IndexingMultiAxisVec."""
+
+    new_axes: tuple[int, ...] = ()
+    rows: list = field(default_factory=list)          # subtensor rows
+    slices: list = field(default_factory=list)        # (axis, start, stop, step)
+    axes: list = field(default_factory=list)          # axes indexed by tensors
+    tensors: list = field(default_factory=list)
+
+    @property
+    def vector(self) -> bool:
+        return bool(self.tensors)
 
 
-def getitem(x: Tensor, key) -> Tensor:
-    items = _split_key(key, x.ndim)
-    rows, new_axes, tensor_index = [], [], None
-    axis, out_axis = 0, 0
-    for k in items:
-        if k is None:
-            new_axes.append(out_axis)
-            out_axis += 1
-            continue
-        if isinstance(k, Tensor) or (isinstance(k, (list, np.ndarray)) and not isinstance(k, bool)):
-            if tensor_index is not None:
-                raise NotImplementedError("indexing with more than one tensor is not supported")
-            idx = k if isinstance(k, Tensor) else Tensor(np.asarray(k), dtype="int32")
-            if idx.dtype.kind == "b":
-                raise NotImplementedError("boolean mask indexing is not supported")
-            tensor_index = (out_axis, idx)
-            axis, out_axis = axis + 1, out_axis + 1
-            continue
-        size = x.shape[axis]
-        if isinstance(k, slice):
-            if k != slice(None):
-                start, stop, step = k.indices(size)
-                if step < 0 and stop < 0:
-                    stop = None
-                rows.append((axis, start, stop, step, None))
-            axis, out_axis = axis + 1, out_axis + 1
+# -- parsing -------------------------------------------------------------------------------
+def _as_tuple(index) -> tuple:
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list):
+        if any(isinstance(i, float) for i in index):
+            raise ValueError("float idx is vaild in subtensor")
+        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in index):
+            return (index,)
+        return tuple(index)
+    return (index,)
+
+
+def _is_mask(item) -> bool:
+    return isinstance(item, (Tensor, np.ndarray)) and item.dtype == np.bool_
+
+
+def _convert(item):
+    """One index item as None, Ellipsis, slice, int, bool, or a Tensor."""
+    if item is None or item is Ellipsis or isinstance(item, (Tensor, slice, bool, np.bool_)):
+        return bool(item) if isinstance(item, np.bool_) else item
+    if isinstance(item, (int, np.integer)):
+        return int(item)
+    if isinstance(item, (list, tuple, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.dtype == np.bool_:
+            return Tensor(arr)
+        if arr.size == 0:
+            arr = arr.astype(np.int32)
+        if arr.dtype.kind not in "iu":
+            raise IndexError(f"index arrays must be integers or booleans; got {arr.dtype}")
+        return Tensor(arr.astype(np.int32))
+    raise IndexError(f"unsupported index {item!r} of type {type(item).__name__}: only "
+                     "integers, slices, None, Ellipsis, integer or boolean tensors are valid")
+
+
+def _expand_ellipsis(items: list, ndim: int) -> list:
+    consumed = sum(i.ndim if _is_mask(i) else 1 for i in items
+                   if i is not None and i is not Ellipsis and not isinstance(i, bool))
+    if consumed > ndim:
+        raise IndexError(f"too many indices for tensor: tensor is {ndim}-dimensional, but "
+                         f"{consumed} were indexed")
+    if sum(i is Ellipsis for i in items) > 1:
+        raise IndexError("only one ellipsis is allowed.")
+    if Ellipsis not in [i for i in items if not isinstance(i, Tensor)]:
+        return items
+    at = next(k for k, i in enumerate(items) if i is Ellipsis)
+    return items[:at] + [slice(None)] * (ndim - consumed) + items[at + 1:]
+
+
+def _mask_indices(mask: Tensor, shape: tuple[int, ...], first_axis: int) -> list[Tensor]:
+    """The index tensors of a boolean mask's true elements (MegEngine: CondTake)."""
+    for j, (m, d) in enumerate(zip(mask.shape, shape)):
+        if m != d:
+            raise IndexError(f"boolean index did not match tensor along dimension "
+                             f"{first_axis + j}; dimension is {d} but corresponding boolean "
+                             f"dimension is {m}")
+    return [Tensor(i.astype(np.int32)) for i in np.nonzero(_static_mask(mask))]
+
+
+def _static_mask(mask: Tensor) -> np.ndarray:
+    owner = mask._owner
+    graph = getattr(owner, "graph", None)
+    if mask._var is not None and (graph is None or mask._var not in graph.consts):
+        raise UnsupportedOpError(
+            "indexing with a boolean mask computed inside a trace: the result's shape "
+            "depends on the mask's values (MegEngine's CondTake), which a compiled megtrace "
+            "graph cannot have; compute the mask outside the traced function or use "
+            "F.where")
+    return mask.numpy()
+
+
+def _plan(x: Tensor, index) -> _Plan:
+    items = [_convert(i) for i in _as_tuple(index)]
+    items = _expand_ellipsis(items, x.ndim)
+    entries, new_axes, axis = [], [], 0      # one entry per axis of x after new axes
+    for item in items:
+        if item is None or item is True:
+            new_axes.append(len(entries))
+            entries.append(slice(None))
+        elif item is False:
+            new_axes.append(len(entries))
+            entries.append(slice(0, 0))
+        elif _is_mask(item):
+            entries += _mask_indices(item, x.shape[axis:axis + item.ndim], axis)
+            axis += item.ndim
         else:
-            i = int(k)
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
-            rows.append((axis, None, None, None, i % size))
+            entries.append(item)
             axis += 1
-    out = apply("subtensor", x, index=tuple(rows)) if rows else x
-    if tensor_index is not None:
-        ax, idx = tensor_index    # ax counts output axes; the None ones come later
-        if idx.ndim != 1 and any(a > ax for a in new_axes):
-            raise NotImplementedError("None after a multi-dimensional tensor index")
-        out = apply("take", out, idx if idx.dtype == np.int32 else idx.astype("int32"),
-                    axis=ax - sum(1 for a in new_axes if a < ax))
-    if new_axes:
-        out = apply("expand_dims", out, axis=tuple(new_axes))
+    entries += [slice(None)] * (x.ndim - axis)
+    plan = _Plan(new_axes=tuple(new_axes))
+    shape = list(x.shape)
+    for a in new_axes:
+        shape.insert(a, 1)
+    vector = any(isinstance(e, Tensor) for e in entries)
+    for a, e in enumerate(entries):
+        if isinstance(e, slice):
+            start, stop, step = (_int_or_none(v) for v in (e.start, e.stop, e.step))
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if (start, stop, step) == (None, None, None):
+                continue
+            if vector:
+                plan.slices.append((a, start, stop, step))
+            else:
+                plan.rows.append((a, start, stop, step, None))
+        elif isinstance(e, Tensor):
+            if e.dtype.kind not in "iu":
+                raise IndexError(f"index tensors must be integers or booleans; got {e.dtype}")
+            plan.axes.append(a)
+            plan.tensors.append(e if e.dtype == np.int32 else e.astype("int32"))
+        else:
+            if not -shape[a] <= e < shape[a]:
+                raise IndexError(f"index {e} is out of bounds for axis {a} with size "
+                                 f"{shape[a]}")
+            if vector:
+                plan.axes.append(a)
+                plan.tensors.append(Tensor(np.int32(e)))
+            else:
+                plan.rows.append((a, None, None, None, e))
+    return plan
+
+
+def _int_or_none(v):
+    return None if v is None else int(v)
+
+
+# -- getitem / setitem -----------------------------------------------------------------------
+def _with_new_axes(x: Tensor, plan: _Plan) -> Tensor:
+    return apply("expand_dims", x, axis=plan.new_axes) if plan.new_axes else x
+
+
+def _select(x: Tensor, plan: _Plan) -> Tensor:
+    if plan.vector:
+        return apply("indexing_multi_axis_vec", x, *plan.tensors, slices=tuple(plan.slices),
+                     axes=tuple(plan.axes))
+    if plan.rows:
+        return apply("subtensor", x, index=tuple(plan.rows))
+    return x.detach()
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    plan = _plan(x, index)
+    return _select(_with_new_axes(x, plan), plan)
+
+
+def _selected_shape(x: Tensor, plan: _Plan) -> tuple[int, ...]:
+    t = TensorType(x.shape, x.dtype.name)
+    if plan.vector:
+        types = [TensorType(i.shape, i.dtype.name) for i in plan.tensors]
+        out = get_op("indexing_multi_axis_vec").infer_types(
+            [t, *types], {"slices": tuple(plan.slices), "axes": tuple(plan.axes)})
+    else:
+        out = get_op("subtensor").infer_types([t], {"index": tuple(plan.rows)})
+    return out[0].shape
+
+
+def _value_for(x: Tensor, value, shape: tuple[int, ...]) -> Tensor:
+    """The value as a Tensor of x's dtype, broadcast to the selected shape."""
+    if not isinstance(value, Tensor):
+        value = Tensor(value, dtype=x.dtype, device=x.device)
+    elif value.dtype != x.dtype:
+        value = value.astype(x.dtype)
+    vshape = value.shape
+    mismatch = any(v != 1 and v != t for v, t in zip(vshape[::-1], shape[::-1])) or \
+        any(d != 1 for d in vshape[:max(len(vshape) - len(shape), 0)])
+    if mismatch:
+        raise ValueError(f"cannot copy tensor with shape {tuple(vshape)} to subtensor with "
+                         f"shape {tuple(shape)}")
+    if len(vshape) > len(shape):
+        value = apply("reshape", value, shape=vshape[len(vshape) - len(shape):])
+    if value.shape != tuple(shape):
+        value = apply("broadcast_to", value, shape=tuple(shape))
+    return value
+
+
+def _masked_fill(x: Tensor, mask, value) -> Tensor | None:
+    """x[mask] = scalar as a select (MegEngine's MaskedFill); None when it does not apply."""
+    if not _is_mask(mask) or not isinstance(value, (int, float, bool, np.generic)):
+        return None
+    mask = mask if isinstance(mask, Tensor) else Tensor(mask)
+    if mask.ndim > x.ndim or tuple(mask.shape) != tuple(x.shape[:mask.ndim]):
+        return None
+    if mask.ndim < x.ndim:
+        mask = apply("reshape", mask, shape=tuple(mask.shape) + (1,) * (x.ndim - mask.ndim))
+    fill = Tensor(np.array(value).astype(x.dtype), device=x.device)
+    return apply("where", mask, fill, x) if x.size else x.detach()
+
+
+def setitem(x: Tensor, index, value) -> Tensor:
+    """The tensor x[index] = value makes (the caller rebinds x to it, as MegEngine's _reset)."""
+    filled = _masked_fill(x, index, value)
+    if filled is not None:
+        return filled
+    plan = _plan(x, index)
+    base = _with_new_axes(x, plan)
+    value = _value_for(base, value, _selected_shape(base, plan))
+    if plan.vector:
+        out = apply("indexing_set_multi_axis_vec", base, value, *plan.tensors,
+                    slices=tuple(plan.slices), axes=tuple(plan.axes))
+    elif plan.rows:
+        out = apply("set_subtensor", base, value, index=tuple(plan.rows))
+    else:
+        out = value
+    if plan.new_axes:
+        out = apply("reshape", out, shape=tuple(x.shape))
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
+import numpy as np
+
 from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
@@ -37,14 +39,22 @@ def argmin(inp: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> T
 
 def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
          no_sort: bool = False):
-    """The k largest (smallest unless `descending`) elements along the last axis and their
-    int32 indices; MegEngine 1.13 defaults to descending. `kth_only` returns (the k-th
-    value, None); `no_sort` may return them in any order (here: sorted)."""
-    values, indices = apply("topk", require_tensor("topk", inp), k=int(k),
-                            descending=bool(descending))
+    """The k largest (smallest unless `descending`) elements along the last axis of a 1-d
+    or 2-d tensor and their int32 indices; MegEngine 1.13 defaults to descending, and a k
+    beyond the axis length gives the whole axis. `kth_only` gives the k-th value and the
+    index of its first occurrence; `no_sort` allows any order (here they come sorted)."""
+    from .tensor_ops import expand_dims, squeeze
+    x = require_tensor("topk", inp)
+    k = min(int(k), x.shape[-1]) if x.ndim else int(k)
+    rows = expand_dims(x, 0) if x.ndim == 1 else x
     if kth_only:
-        from .indexing import getitem
-        return getitem(values, (Ellipsis, k - 1)), None
+        kth = apply("kth_value", rows, k=k, descending=bool(descending))
+        if x.ndim == 1:
+            return squeeze(kth, 0), argmax(cast(equal(kth, x), "int8"))
+        return kth, argmax(cast(equal(expand_dims(kth, 1), x), "int8"), 1)
+    values, indices = apply("topk", rows, k=k, descending=bool(descending))
+    if x.ndim == 1:
+        return squeeze(values, 0), squeeze(indices, 0)
     return values, indices
 
 
@@ -54,12 +64,24 @@ def cumsum(inp: Tensor, axis: int) -> Tensor:
 
 
 def clip(x: Tensor, lower=None, upper=None) -> Tensor:
-    """Clamp into [lower, upper]; either bound may be None."""
-    if lower is None and upper is None:
-        raise ValueError("clip: lower and upper cannot both be None")
-    return apply("clip", require_tensor("clip", x),
-                 lower=None if lower is None else float(lower),
-                 upper=None if upper is None else float(upper))
+    """Clamp into [lower, upper]; either bound may be None, a number or a Tensor. As in
+    MegEngine the result is minimum(maximum(x, lower), upper), so lower > upper gives
+    upper everywhere."""
+    assert lower is not None or upper is not None, \
+        "At least one of 'lower' or 'upper' must not be None"
+    x = require_tensor("clip", x)
+    if x.dtype.kind == "f" and _number(lower) and _number(upper) and \
+            (lower is None or upper is None or lower <= upper):
+        return apply("clip", x, lower=None if lower is None else float(lower),
+                     upper=None if upper is None else float(upper))
+    from .elemwise import maximum, minimum
+    out = x if lower is None else maximum(x, lower)
+    return out if upper is None else minimum(out, upper)
+
+
+def _number(value) -> bool:
+    return value is None or (isinstance(value, (int, float, np.integer, np.floating))
+                             and not isinstance(value, bool))
 
 
 def logsumexp(inp: Tensor, axis: Union[int, Sequence[int]], keepdims: bool = False) -> Tensor:

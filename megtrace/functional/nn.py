@@ -70,8 +70,18 @@ def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: b
     """Matrix product of the last two axes; leading axes broadcast (batched matmul)."""
     _check_mode("matmul: compute_mode", compute_mode, ("default", "float32"))
     _check_mode("matmul: format", format, ("default",))
-    return apply("matmul", require_tensor("matmul", inp1), require_tensor("matmul", inp2),
-                 transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
+    a, b = require_tensor("matmul", inp1), require_tensor("matmul", inp2)
+    assert a.ndim > 0 and b.ndim > 0
+    if a.ndim == 1 and b.ndim == 1:        # MegEngine dispatches this to Dot
+        return apply("dot", a, b)
+    from .tensor_ops import expand_dims, squeeze
+    # a vector operand is a one-row (left) or one-column (right) matrix, dropped afterwards
+    out = apply("matmul", expand_dims(a, 0) if a.ndim == 1 else a,
+                expand_dims(b, -1) if b.ndim == 1 else b,
+                transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
+    if b.ndim == 1:
+        out = squeeze(out, -1)
+    return squeeze(out, -2 if b.ndim > 1 else -1) if a.ndim == 1 else out
 
 
 def linear(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,

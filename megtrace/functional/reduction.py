@@ -17,6 +17,9 @@ def _make(mode: str):
             x = cast(x, "int32")
         ax = None if axis is None else (tuple(int(a) for a in axis)
                                         if isinstance(axis, (tuple, list)) else int(axis))
+        if isinstance(ax, tuple):
+            assert len({a % x.ndim if x.ndim else a for a in ax}) == len(ax), \
+                f"axis {tuple(axis)} contains duplicated indices"
         return apply("reduce", x, mode=mode, axis=ax, keepdims=bool(keepdims))
     fn.__name__ = fn.__qualname__ = mode
     fn.__doc__ = f"Reduce by {mode} over `axis` (all axes when None)."

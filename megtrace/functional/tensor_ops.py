@@ -27,10 +27,34 @@ def flatten(inp: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
                  end_axis=int(end_axis))
 
 
-def concat(inps: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis."""
+def concat(inps: Sequence[Tensor], axis: int = 0, device=None) -> Tensor:
+    """Join tensors along an existing axis (the result lives on `device`, or on the
+    inputs' common device)."""
     tensors = [require_tensor("concat", t) for t in inps]
-    return apply("concat", *tensors, axis=int(axis))
+    if len(tensors) == 1:
+        from .tensor_extra import copy
+        return copy(tensors[0], device)
+    return _on(apply("concat", *tensors, axis=int(axis)), _common_device("concat", tensors,
+                                                                          device))
+
+
+def _common_device(name: str, tensors: Sequence[Tensor], device) -> str | None:
+    """The device of a joined result: `device`, else the one device the inputs share
+    (the default "xpux" goes along with any)."""
+    if device is not None:
+        return str(device)
+    named = {t.device for t in tensors} - {"xpux"}
+    if len(named) > 1:
+        raise ValueError(f"{name}: inputs have different devices {sorted(named)}; pass "
+                         "device= to choose one")
+    return named.pop() if named else None
+
+
+def _on(t: Tensor, device: str | None) -> Tensor:
+    if device is not None:
+        from .. import device as _device
+        t._device = _device.check(device)
+    return t
 
 
 def astype(x: Tensor, dtype) -> Tensor:
@@ -62,27 +86,48 @@ def transpose(inp: Tensor, pattern) -> Tensor:
 
 
 def broadcast_to(inp: Tensor, shape) -> Tensor:
-    return apply("broadcast_to", require_tensor("broadcast_to", inp),
-                 shape=tuple(int(d) for d in shape))
+    """Broadcast to `shape`; a None entry keeps the input's size on that (right-aligned)
+    axis. Entries may be ints or scalar Tensors, or `shape` one 1-d Tensor."""
+    x = require_tensor("broadcast_to", inp)
+    if isinstance(shape, Tensor):
+        shape = [int(v) for v in np.atleast_1d(shape.numpy())]
+    elif isinstance(shape, (int, np.integer)):
+        shape = [int(shape)]
+    shape = list(shape)
+    lead = len(shape) - x.ndim
+    for i, s in enumerate(shape):
+        if s is None:
+            if i < lead:
+                raise ValueError("size connot be `None` for new axis")
+            shape[i] = x.shape[i - lead]
+        else:
+            shape[i] = int(s.item() if isinstance(s, Tensor) else s)
+            if shape[i] < 0:
+                raise ValueError(f"expect shape[{i}] >= 0 or use `None` to auto infer, got "
+                                 f"{shape[i]}")
+    return apply("broadcast_to", x, shape=tuple(shape))
 
 
 def split(inp: Tensor, nsplits_or_sections, axis: int = 0) -> list[Tensor]:
-    """`nsplits_or_sections` is a number of equal parts or the split points (MegEngine)."""
+    """`nsplits_or_sections` is a number of parts (sizes differ by at most one, the larger
+    first) or the increasing split points."""
     from .indexing import getitem
     x = require_tensor("split", inp)
     ax = axis % x.ndim
     size = x.shape[ax]
-    if isinstance(nsplits_or_sections, int):
-        n = nsplits_or_sections
-        if n <= 0 or size % n:
-            raise ValueError(f"split: {size} elements along axis {ax} cannot be split into "
-                             f"{n} equal parts")
-        points = [size // n * i for i in range(1, n)]
+    if isinstance(nsplits_or_sections, (int, np.integer)):
+        n = int(nsplits_or_sections)
+        if n <= 0:
+            raise ValueError("Number sections must be larger than 0")
+        if n > size:
+            raise ValueError(f"The size {size} at dim {ax} cannot be split into {n} sections")
+        small, extra = divmod(size, n)
+        points = list(np.cumsum([small + 1] * extra + [small] * (n - extra))[:-1])
     else:
         points = [int(p) for p in nsplits_or_sections]
-        if points != sorted(points) or any(not 0 <= p <= size for p in points):
-            raise ValueError(f"split: sections {points} must be increasing within [0, {size}]")
-    bounds = [0] + points + [size]
+        if any(a > b for a, b in zip([0] + points, points + [size])):
+            raise ValueError(f"Invalid nsplits_or_secions: {nsplits_or_sections}")
+    bounds = [0] + [int(p) for p in points] + [size]
     lead = (slice(None),) * ax
     return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -93,7 +138,11 @@ def stack(inps, axis: int = 0, device=None) -> Tensor:
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
     ax = axis % (tensors[0].ndim + 1)
-    return concat([expand_dims(t, ax) for t in tensors], axis=ax)
+    if len(tensors) == 1:
+        from .tensor_extra import copy
+        out = expand_dims(tensors[0], ax)
+        return out if device is None else copy(out, device)
+    return concat([expand_dims(t, ax) for t in tensors], axis=ax, device=device)
 
 
 def where(mask: Tensor, x=None, y=None) -> Tensor:

@@ -1,7 +1,8 @@
 """`megtrace.jit`: MegEngine's `trace`, run by TVM."""
 from ..errors import TraceError
+from .exclude import exclude_from_trace
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .tracing import trace
 
 __all__ = ["DTRConfig", "GraphOptimizationConfig", "SublinearMemoryConfig", "TraceError",
-           "trace"]
+           "exclude_from_trace", "trace"]

@@ -3,9 +3,9 @@ keep tracing.py about tracing). Options, defaults and errors follow MegEngine 1.
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
+from .. import atomic_io
 from ..errors import TraceError
 from ..ir import Graph
 
@@ -58,8 +58,8 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     entry = next(iter(self._entries.values()))
     graph = entry.graph
     if not graph.outputs:
-        raise ValueError("the traced function without return values cannot be dumped, "
-                         "the function should return at least one Tensor")
+        raise ValueError("the traced function without return values cannot be dumped, the "
+                         "traced function should return List[Tensor] or Dict[str, Tensor]")
     if isinstance(entry.out_tree, tuple) and entry.out_tree[0] is dict and output_names:
         raise TypeError("output_names is not supported when the traced function returns "
                         "a dict; its keys name the outputs")
@@ -129,22 +129,11 @@ def _names(what: str, given, default: list[str]) -> list[str]:
 
 
 def _write_atomic(file, data: bytes, append: bool) -> None:
-    """Write all or nothing: a path gets a temp file renamed into place."""
+    """Write all or nothing (megtrace.atomic_io): a file object gets the bytes, a path a
+    synced temp file renamed into place; `append` keeps the old file's bytes first."""
     if hasattr(file, "write"):
         file.write(data)
         return
-    path = os.fspath(file)
-    folder = os.path.dirname(os.path.abspath(path))
-    old = b""
-    if append and os.path.exists(path):
-        with open(path, "rb") as f:
-            old = f.read()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".megtrace-dump-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(old + data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    path = atomic_io.resolve_target(file)
+    old = path.read_bytes() if append and path.is_file() else b""
+    atomic_io.write_bytes(path, old + data)

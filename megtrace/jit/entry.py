@@ -20,6 +20,10 @@ class TapeItem:
     params: tuple
     inputs: tuple[Var, ...]
     outputs: tuple[Var, ...]
+    where: str = "<unknown>"       # the user's file:line that applied it
+
+    def describe(self, index: int) -> str:
+        return f"op #{index + 1} ({self.op.name}) traced at {self.where}"
 
 
 @dataclass
@@ -52,6 +56,7 @@ class TraceEntry:
     compiled: Any = None
     exec_outputs: list[Var] = field(default_factory=list)
     target: Any = None                             # from the inputs' device when not given
+    simplify: bool = False                         # opt_level >= 1: MegEngine's arith rules
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
@@ -59,8 +64,14 @@ class TraceEntry:
     @property
     def graph(self) -> Graph:
         """The graph of the declared outputs only (what dump writes)."""
-        return self.full_graph.with_outputs(self.out_vars,
-                                            [f"output_{i}" for i in range(len(self.out_vars))])
+        return self._optimized(self.full_graph.with_outputs(
+            self.out_vars, [f"output_{i}" for i in range(len(self.out_vars))]))
+
+    def _optimized(self, graph: Graph) -> Graph:
+        if not self.simplify:
+            return graph
+        from .arith_simplify import simplify_arith
+        return simplify_arith(graph)
 
     def __post_init__(self):
         extra = [v for v in self.value_required
@@ -69,11 +80,12 @@ class TraceEntry:
         self.exec_outputs = list(self.out_vars) + extra
 
     def exec_graph(self) -> Graph:
-        """The graph that runs: declared outputs plus values read from Python while tracing."""
+        """The graph that runs: declared outputs plus values read from Python while tracing
+        (its outputs are `exec_outputs`, in order, possibly as other Vars once simplified)."""
         n = len(self.out_vars)
         names = [f"output_{i}" for i in range(n)] + \
             [f"required_{i}" for i in range(len(self.exec_outputs) - n)]
-        return self.full_graph.with_outputs(self.exec_outputs, names)
+        return self._optimized(self.full_graph.with_outputs(self.exec_outputs, names))
 
 
 def weak(t) -> Any:

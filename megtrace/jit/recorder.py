@@ -2,6 +2,7 @@
 time, and builds the Graph and the tape (MegEngine's TracingTransformation)."""
 from __future__ import annotations
 
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -12,6 +13,7 @@ from ..ir import Graph, TensorType, Var
 from ..ops import OpDef
 from ..tensor import Tensor
 from .entry import Source, TapeItem, weak
+from .location import user_location
 
 
 class TraceRecorder:
@@ -29,6 +31,21 @@ class TraceRecorder:
         self._created: set[int] = set()
         self._names: dict[int, str] = {}
         self._scopes: list[str] = []
+        self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
+
+    def _traced(self, var: Var) -> Tensor:
+        t = Tensor._wrap(None, var, self)
+        self._live.add(t)
+        return t
+
+    def materialize_live(self) -> None:
+        """Entering exclude_from_trace: every traced tensor still alive becomes a plain
+        tensor holding its value (MegEngine resets them the same way), so that code in
+        the excluded region runs eagerly on them; used later they are outside values."""
+        for t in list(self._live):
+            value = self.read_value(t)
+            t._value, t._var, t._owner = np.array(value), None, None
+        self._live.clear()
 
     # -- values from outside ------------------------------------------------------------
     def bind_input(self, value: Tensor, name: str) -> Tensor:
@@ -36,12 +53,18 @@ class TraceRecorder:
         var = self.graph.add_input(TensorType(value.shape, value.dtype), name)
         self.sources[var] = Source("arg")
         self._values[var] = value.numpy()
-        return Tensor._wrap(None, var, self)
+        return self._traced(var)
 
     def created(self, t: Tensor) -> None:
         """Tensors created inside the trace are constants of the graph (MegEngine: Const)."""
         self._created.add(id(t))
         self._keep.append(t)
+
+    def rebind(self, t: Tensor, value: Tensor) -> None:
+        """`t` takes the untraced `value` (x[...] = array): from now on it is a constant
+        of the graph holding that value, not what it stood for before."""
+        self._vars.pop(id(t), None)
+        self.created(t)
 
     def var_of(self, t: Tensor) -> Var:
         if t._owner is self:
@@ -73,13 +96,13 @@ class TraceRecorder:
         in_vars = [self.var_of(t) for t in inputs]
         hint = ".".join(self._scopes[1:] + [op.name])
         outs = self.graph.add_node(op, in_vars, params, hint)
-        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs))
+        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location()))
         consts = self.graph.consts
         if not self.symbolic and not all(v in consts for v in outs):
             values = op.run_eager([self._value_of(v) for v in in_vars], dict(op.bind(params)))
             self._values.update(zip(outs, values))
         # Values stay in the recorder, so that reading one from Python is noticed.
-        return tuple(Tensor._wrap(None, var, self) for var in outs)
+        return tuple(self._traced(var) for var in outs)
 
     def _value_of(self, var: Var) -> np.ndarray:
         if var in self.graph.consts:

@@ -1,21 +1,27 @@
 """`Replayer`: later calls re-run the Python function and check every op against the
 tape (MegEngine's CompiledTransformation). Values come from the compiled graph, run
-once per call the first time a value is needed."""
+once per call the first time a value is needed.
+
+The checks and their messages are MegEngine's (trace.cpp): a traced input that was
+computed inside the function is "internal", anything else (arguments, outside tensors,
+constants) is "external"; each tape input must be given the same kind of value again.
+`str(error)` is MegEngine's message; the op, and the user's lines that traced and
+replayed it, are the error's detail.
+"""
 from __future__ import annotations
 
+import weakref
 from contextlib import nullcontext
 
 import numpy as np
 
 from ..errors import TraceError
+from ..interpreter import evaluate
 from ..ir import Var
 from ..ops import OpDef
 from ..tensor import Tensor
-from .entry import TraceEntry
-
-
-def _error(reason: str) -> TraceError:
-    return TraceError(f"trace error because {reason}")
+from .entry import TapeItem, TraceEntry
+from .location import user_location
 
 
 class Replayer:
@@ -24,14 +30,32 @@ class Replayer:
         self.pc = 0
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
         self._args = args
-        self._externals: dict[Var, Tensor] = {}
+        self._fed: dict[Var, Tensor] = {}      # external inputs given a tensor this call
         self._created: set[int] = set()
         self._keep: list[Tensor] = []
         self._results: dict[Var, np.ndarray] | None = None
+        self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+
+    def _traced(self, var: Var) -> Tensor:
+        t = Tensor._wrap(None, var, self)
+        self._live.add(t)
+        return t
 
     # -- the Recorder protocol ----------------------------------------------------------
     def bind_input(self, var: Var) -> Tensor:
-        return Tensor._wrap(None, var, self)
+        return self._traced(var)
+
+    def materialize_live(self) -> None:
+        """Entering exclude_from_trace (see TraceRecorder.materialize_live)."""
+        for t in list(self._live):
+            if self._internal(t) and t._var not in self.entry.exec_outputs \
+                    and t._var not in self.entry.full_graph.consts:
+                raise TraceError.because(
+                    "data unreadable", "a tensor alive at the start of exclude_from_trace "
+                    "was not alive there while tracing, so the compiled graph does not keep it")
+            value = self.read_value(t)
+            t._value, t._var, t._owner = np.array(value), None, None
+        self._live.clear()
 
     def scope(self, name: str, tensors: dict):
         return nullcontext()
@@ -43,47 +67,70 @@ class Replayer:
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         tape = self.entry.tape
         if self.pc >= len(tape):
-            raise _error(f"too many instructions: {op.name} was not traced here")
+            raise TraceError.because(
+                "too many instructions",
+                f"{op.name} at {user_location()} comes after the {len(tape)} traced ops")
         item = tape[self.pc]
         self.pc += 1
-        if op is not item.op:
-            raise _error(f"operator mismatch: traced {item.op.name}, now {op.name} "
-                         f"(op #{self.pc})")
-        if op.bind(params) != item.params:
-            raise _error(f"operator mismatch: {op.name} parameters changed from "
-                         f"{dict(item.params)} to {dict(op.bind(params))}")
+        here = f"{item.describe(self.pc - 1)}, replayed at {user_location()}"
         if len(inputs) != len(item.inputs):
-            raise _error(f"input size mismatch: {op.name} traced with {len(item.inputs)} "
-                         f"inputs, now {len(inputs)}")
-        for t, var in zip(inputs, item.inputs):
-            self._check_input(op, t, var)
-        return tuple(Tensor._wrap(None, v, self) for v in item.outputs)
+            raise TraceError.because(
+                "input size mismatch", f"{here}: traced with {len(item.inputs)} inputs, "
+                f"now {len(inputs)}")
+        if op is not item.op:
+            raise TraceError.because("operator mismatch",
+                                     f"operator mismatch: traced {item.op.name}, now "
+                                     f"{op.name}; {here}")
+        if op.bind(params) != item.params:
+            raise TraceError.because("operator mismatch",
+                                     f"operator mismatch: {op.name} parameters changed from "
+                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here}")
+        for i, (t, var) in enumerate(zip(inputs, item.inputs)):
+            self._check_input(item, t, var, f"input {i} of {here}")
+        return tuple(self._traced(v) for v in item.outputs)
 
-    def _check_input(self, op: OpDef, t: Tensor, var: Var) -> None:
-        if t._owner is self:
-            if t._var is not var:
-                raise _error(f"input id mismatch: {op.name} reads a different value than "
-                             "when it was traced")
-            return
+    def _internal(self, t: Tensor) -> bool:
+        """Computed by a traced op during this replay (arguments are external)."""
+        return t._owner is self and t._var not in self.entry.sources
+
+    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where: str) -> None:
+        if t._owner is not None and t._owner is not self:
+            raise TraceError.because("expect external node, got internal",
+                                     f"{where}: a tensor of another trace was used")
         source = self.entry.sources.get(var)
-        if source is None:
-            raise _error(f"expect internal node, got external: {op.name} was traced on a "
-                         "value computed inside the function")
-        if t.dtype.name != var.type.dtype:
-            raise _error(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}")
-        if source.kind == "external":
-            if t.shape != var.type.shape:
-                raise _error(f"shape mismatch: external {var.name_hint} traced as "
-                             f"{var.type.shape}, now {t.shape}")
-            self._externals[var] = t
-        elif source.kind in ("const", "captured"):
+        if source is None:                       # traced: computed inside the function
+            if not self._internal(t):
+                raise TraceError.because(
+                    "expect internal node, got external",
+                    f"{where} was traced on a value computed inside the function")
+            if t._var is not var:
+                raise TraceError.because(
+                    "input id mismatch",
+                    f"{where} reads a different value than when it was traced")
+            return
+        if self._internal(t):
+            raise TraceError.because(
+                "expect external node, got internal",
+                f"{where} was traced on {var.name_hint or 'a value from outside'}")
+        if source.kind in ("const", "captured"):
             same = source.kind == "captured" and source.outside() is t and \
                 t._version == source.version
-            if not same and not np.array_equal(t.numpy(), self.entry.const_value(var)):
-                raise _error("tensors not equals: "
-                             f"{var.name_hint or 'a constant'} changed since it was traced")
-        else:
-            raise _error("expect internal node, got external")
+            if not same and not _equal(t.numpy(), self.entry.const_value(var)):
+                raise TraceError.because(
+                    "tensors not equals",
+                    f"tensors not equals: {var.name_hint or 'a constant'} changed since it "
+                    f"was traced; {where}")
+            return
+        if t.dtype.name != var.type.dtype:
+            raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
+                                     where)
+        if t._owner is self and t._var is var:  # the argument it was traced on
+            return
+        if t.shape != var.type.shape:
+            raise TraceError.because(
+                "shape mismatch", f"{where}: {var.name_hint} was traced as "
+                f"{var.type.shape}, now {t.shape} (the compiled graph has static shapes)")
+        self._fed[var] = t
 
     def read_value(self, t: Tensor) -> np.ndarray:
         var = t._var
@@ -93,38 +140,58 @@ class Replayer:
         if var in self._args:
             return self._args[var]
         if var not in self.entry.exec_outputs:
-            raise _error("value unreadable: this value was not read from Python while "
-                         "tracing, so the compiled graph does not keep it")
-        return self.results()[var]
+            raise TraceError.because(
+                "value unreadable", f"value unreadable: {var.name_hint or 'this value'} was "
+                "not read from Python while tracing, so the compiled graph does not keep it")
+        return self._value(var)
 
     # -- running ------------------------------------------------------------------------
-    def results(self) -> dict[Var, np.ndarray]:
+    def _value(self, var: Var) -> np.ndarray:
+        """From the compiled graph, run once per call. Before every outside value it reads
+        is known (a read ahead of an exclude_from_trace region whose results the graph
+        consumes later) the value comes from the NumPy interpreter on its dependencies."""
         if self._results is None:
-            feeds = dict(self._args)
-            for var in self.entry.externals:
-                t = self._externals.get(var)
-                t = t if t is not None else self.entry.sources[var].outside()
-                if t is None:
-                    raise _error(f"external {var.name_hint} no longer exists")
-                feeds[var] = t.numpy()
+            feeds = self._feeds()
+            if any(v is None for v in feeds.values()):
+                known = {v: a for v, a in feeds.items() if a is not None}
+                return evaluate(self.entry.full_graph, known, [var])[var]
             self._results = self._run_compiled(self.entry, feeds)
-        return self._results
+        return self._results[var]
+
+    def _feeds(self) -> dict[Var, np.ndarray | None]:
+        feeds: dict[Var, np.ndarray | None] = dict(self._args)
+        for var in self.entry.externals:
+            t = self._fed.get(var)
+            t = t if t is not None else self.entry.sources[var].outside()
+            feeds[var] = t.numpy() if t is not None else None
+        return feeds
 
     def finish(self, leaves: list[Tensor]) -> list[np.ndarray]:
+        """The values of the returned tensors (MegEngine: what stays alive at the end)."""
         if self.pc != len(self.entry.tape):
-            raise _error(f"mismature end: {len(self.entry.tape) - self.pc} traced ops were "
-                         "not run")
-        if len(leaves) != len(self.entry.out_vars):
-            raise _error(f"outputs size mismatch: traced {len(self.entry.out_vars)}, now "
-                         f"{len(leaves)}")
-        for t, var in zip(leaves, self.entry.out_vars):
-            if t._owner is not self or t._var is not var:
-                if not (var in self.entry.sources and t._var is None):
-                    raise _error("inputs output mismatch: a returned tensor is not the one "
-                                 "traced")
+            rest = self.entry.tape[self.pc]
+            raise TraceError.because(
+                "mismature end", f"{len(self.entry.tape) - self.pc} traced ops were not run, "
+                f"the first is {rest.describe(self.pc)}")
+        if self._results is None:
+            missing = [v.name_hint for v, a in self._feeds().items() if a is None]
+            if missing:
+                raise TraceError.because(f"external {missing[0]} no longer exists")
         values = []
-        for var in self.entry.out_vars:
-            const = self.entry.const_value(var)
-            values.append(const if const is not None else
-                          self._args[var] if var in self._args else self.results()[var])
+        for t in leaves:
+            if t._owner is not self:
+                values.append(t.numpy())
+            elif self._internal(t) and t._var not in self.entry.exec_outputs \
+                    and t._var not in self.entry.full_graph.consts:
+                raise TraceError.because(
+                    "data unreadable", "a returned tensor was neither returned nor read "
+                    "while tracing, so the compiled graph does not keep it")
+            else:
+                values.append(self.read_value(t))
         return values
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """MegEngine's array_comparator (all elements equal), also requiring the traced shape:
+    the compiled graph holds the traced constant."""
+    return np.array_equal(np.asarray(a), np.asarray(b))

@@ -61,14 +61,15 @@ def _read(path: str, t: TensorType, repeat: int, resize: bool, transform: str | 
         m = _RAND.match(path)
         if not m:
             raise ValueError(f"input_data: bad spec {path!r}; expected #rand(min,max[,shape])")
-        shape = t.shape
+        shape = _dump_shape(t)
         if m.group(3):
             dims = [d.strip() for d in m.group(3)[1:].split(",")]
             if dims[-1] == "...":
                 dims = dims[:-1] + [str(d) for d in t.shape[len(dims) - 1:]]
             shape = tuple(int(d) for d in dims)
         _check_shape(t, shape)
-        return np.random.uniform(float(m.group(1)), float(m.group(2)), shape).astype(t.dtype)
+        data = np.random.uniform(float(m.group(1)), float(m.group(2)), shape)
+        return _as_traced(t, data.astype(t.dtype))
     import cv2
     image = cv2.imread(path, cv2.IMREAD_COLOR)
     if image is None:
@@ -83,7 +84,7 @@ def _read(path: str, t: TensorType, repeat: int, resize: bool, transform: str | 
     _check_shape(t, data.shape)
     if transform:
         data = eval(transform, {"data": data, "np": np})   # MegEngine's documented behaviour
-    return np.asarray(data).astype(t.dtype)
+    return _as_traced(t, np.asarray(data).astype(t.dtype))
 
 
 def _reformat_image(data, dst_shape, resize, cv2):
@@ -106,9 +107,20 @@ def _reformat_image(data, dst_shape, resize, cv2):
     return data[0] if dim3 else data
 
 
+def _dump_shape(t: TensorType) -> tuple[int, ...]:
+    """MegEngine dumps a scalar argument as a (1,) input; its testcases use that shape."""
+    return t.shape or (1,)
+
+
 def _check_shape(t: TensorType, shape) -> None:
-    if len(shape) != t.ndim:
-        raise ShapeError(f"input_data: input/data shapes mismatch: {t.shape} vs {tuple(shape)}")
+    if len(shape) != len(_dump_shape(t)):
+        raise ShapeError(f"input_data: input/data shapes mismatch: {_dump_shape(t)} vs "
+                         f"{tuple(shape)}")
+
+
+def _as_traced(t: TensorType, data: np.ndarray) -> np.ndarray:
+    """One-element data for a scalar argument takes the traced () shape."""
+    return data.reshape(()) if t.shape == () and data.size == 1 else data
 
 
 def expect_name(name: str) -> str:

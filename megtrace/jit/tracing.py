@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -96,13 +97,19 @@ class trace:
         self._checked = False
         self._entries: dict[Any, TraceEntry] = {}
         self._last_entry: TraceEntry | None = None
+        # Recording and building happen once per input signature even when several
+        # threads call at once; replays and compiled runs then proceed in parallel.
+        self._build_lock = threading.RLock()
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         bindings = self._tensor_args(args, kwargs)
         entry = self._lookup(bindings)
         if entry is None:
-            return self._record(args, kwargs, bindings)
+            with self._build_lock:
+                entry = self._lookup(bindings)
+                if entry is None:
+                    return self._record(args, kwargs, bindings)
         self._last_entry = entry
         if self._record_only:
             raise TraceError("trace error because record_only: a record_only trace cannot be "
@@ -145,8 +152,9 @@ class trace:
             if isinstance(a, Tensor):
                 named.append((f"arg_{i}", a))
             elif self._capture_as_const:
-                raise TraceError("Only support tensor type args when capture_as_const is "
-                                 f"enabled; argument {i} is {type(a).__name__}")
+                raise TraceError.with_detail(
+                    "Only support tensor type args when capture_as_const is enabled",
+                    f"argument {i} is {type(a).__name__}")
         for k in sorted(kwargs):
             if isinstance(kwargs[k], Tensor):
                 named.append((f"kwarg_{k}", kwargs[k]))
@@ -154,20 +162,21 @@ class trace:
 
     def _check_args(self, entry: TraceEntry, bindings) -> dict[Var, np.ndarray]:
         if [n for n, _ in bindings] != [n for n, _ in entry.args]:
-            raise TraceError("trace error because inputs size mismatch: traced with "
-                             f"{[n for n, _ in entry.args]}, called with "
-                             f"{[n for n, _ in bindings]}")
+            raise TraceError.because("inputs size mismatch",
+                                     f"traced with {[n for n, _ in entry.args]}, called "
+                                     f"with {[n for n, _ in bindings]}")
         feeds = {}
         for (name, t), (_, var) in zip(bindings, entry.args):
             if t.dtype.name != var.type.dtype:
-                raise TraceError(f"trace error because dtype mismatch: {var.type.dtype} vs "
-                                 f"{t.dtype.name} (input {name})")
+                raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
+                                         f"input {name}")
             feeds[var] = t.numpy()
         return feeds
 
     def _record(self, args, kwargs, bindings):
         rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const)
         proxies = {name: rec.bind_input(t, name) for name, t in bindings}
+        arg_vars = [(n, p._var) for n, p in proxies.items()]   # proxies may be materialized
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rec):
@@ -176,8 +185,15 @@ class trace:
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
-                           [(n, p._var) for n, p in proxies.items()], rec.externals,
+                           arg_vars, rec.externals,
                            out_vars, tree, rec.value_required)
+        if self._without_host and entry.externals:
+            raise TraceError.with_detail(
+                "have some unknown input tensors in trace result, maybe you can set "
+                "`capture_as_const=True` when trace",
+                "without_host runs only the compiled graph, which cannot read tensors from "
+                "outside the function: " + ", ".join(v.name_hint for v in entry.externals))
+        entry.simplify = abs(self._opt_level) >= 1
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
         self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
@@ -201,17 +217,20 @@ class trace:
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rep):
             result = self.__wrapped__(*args, **kwargs)
-        leaves, _ = flatten_outputs(result)
+        leaves, tree = flatten_outputs(result)
         values = rep.finish(leaves)
-        return rebuild_outputs(entry.out_tree, [Tensor._wrap(np.asarray(v)) for v in values])
+        return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _run_entry(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]) -> dict[Var, np.ndarray]:
         """Run the compiled graph (building it on first use); values by Var."""
         if entry.compiled is None:
-            from relay_bridge import compile_graph
-            graph = entry.exec_graph()
-            target = self._target if self._target is not None else entry.target
-            entry.compiled = (graph, compile_graph(graph, target, options=self._build_options()))
+            with self._build_lock:
+                if entry.compiled is None:
+                    from relay_bridge import compile_graph
+                    graph = entry.exec_graph()
+                    target = self._target if self._target is not None else entry.target
+                    entry.compiled = (graph, compile_graph(graph, target,
+                                                           options=self._build_options()))
         graph, compiled = entry.compiled
         if not graph.outputs:
             return {}
@@ -224,7 +243,7 @@ class trace:
         if self._opt_level < 0 and not self._checked:
             _check_against_interpreter(graph, arrays, values)
             self._checked = True
-        return dict(zip(graph.outputs, values))
+        return dict(zip(entry.exec_outputs, values))
 
     def _build_options(self):
         """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):

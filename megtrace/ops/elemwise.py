@@ -57,8 +57,8 @@ _UNARY = [  # name,     numpy,        relax lowering,                       Elem
     ("sqrt",     np.sqrt,      lambda R, x: R.sqrt(x),                "SQRT"),
     ("square",   np.square,    lambda R, x: R.multiply(x, x),         "SQUARE"),
     ("round",    np.round,     lambda R, x: R.round(x),               "ROUND"),
-    ("log1p",    np.log1p,     lambda L, x: L.R.log(L.R.add(x, _one(L))), "LOG1P"),
-    ("expm1",    np.expm1,     lambda L, x: L.R.subtract(L.R.exp(x), _one(L)), "EXPM1"),
+    ("log1p",    np.log1p,     lambda L, x: _log1p(L, x),                   "LOG1P"),
+    ("expm1",    np.expm1,     lambda L, x: _expm1(L, x),                   "EXPM1"),
     ("erf",      erf,          lambda R, x: R.erf(x),                 "ERF"),
     ("relu6",    _relu6,       lambda R, x: R.clip(x, 0.0, 6.0),      "RELU6"),
     ("silu",     _f64(lambda x: x * _sigmoid(x)), lambda R, x: R.nn.silu(x), "SILU"),
@@ -112,6 +112,27 @@ def _c(L, value):
 
 def _one(L):
     return _c(L, 1.0)
+
+
+def _log1p(L, x):
+    """log(1 + x) without losing a small x (Goldberg): with u = 1 + x rounded,
+    log(u) * x / (u - 1) cancels the rounding error (u == 1: log1p(x) == x). Only
+    |x| < 1 needs it; elsewhere (inf, nan too) log(1 + x) is exact enough."""
+    R = L.R
+    u = R.add(x, _one(L))
+    um1 = R.subtract(u, _one(L))
+    small = R.where(R.equal(um1, _c(L, 0.0)), x, R.divide(R.multiply(R.log(u), x), um1))
+    return R.where(R.less(R.abs(x), _one(L)), small, R.log(u))
+
+
+def _expm1(L, x):
+    """exp(x) - 1 without losing a small x (Kahan): (u - 1) * x / log(u), u = exp(x)
+    (u == 1: expm1(x) == x). Only |x| < 1 needs it."""
+    R = L.R
+    u = R.exp(x)
+    um1 = R.subtract(u, _one(L))
+    small = R.where(R.equal(um1, _c(L, 0.0)), x, R.divide(R.multiply(um1, x), R.log(u)))
+    return R.where(R.less(R.abs(x), _one(L)), small, um1)
 
 
 def _log1p_exp_neg_abs(L, x):

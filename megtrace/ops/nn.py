@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
+from . import eager_kernels
 from ._rules import same_dtype
 from .registry import MgeChoice, MgeOpr, OpDef, register
 
@@ -47,15 +47,9 @@ def _conv2d_infer(x, w, *, stride, padding, dilation):
 def _conv2d_eager(x, w, *, stride, padding, dilation):
     g, oc, ocg, icg, kh, kw, oh, ow = _conv_geometry(TensorType.of(x), TensorType.of(w),
                                                      stride, padding, dilation)
-    xp = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
-    span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
-    win = sliding_window_view(xp, span, axis=(2, 3))
-    win = win[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]][:, :, :oh, :ow]
-    wg = w.reshape(g, ocg, icg, kh, kw)
-    outs = [np.tensordot(win[:, i * icg:(i + 1) * icg], wg[i], axes=([1, 4, 5], [1, 2, 3]))
-            for i in range(g)]
-    out = np.concatenate(outs, axis=-1) if g > 1 else outs[0]
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(x.dtype)
+    out = eager_kernels.conv2d(x, w.reshape(g, ocg, icg, kh, kw), g, stride, padding,
+                               dilation, (oh, ow))
+    return out.astype(x.dtype, copy=False)
 
 
 def _conv2d_lower(L, x, w, *, stride, padding, dilation):
@@ -151,19 +145,14 @@ def _pool_infer(x, *, mode, kernel, stride, padding):
 def _pool_eager(x, *, mode, kernel, stride, padding):
     out_t = _pool_infer(TensorType.of(x), mode=mode, kernel=kernel, stride=stride,
                         padding=padding)
-    oh, ow = out_t.shape[2:]
-    pads = ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2)
-    fill = -np.inf if mode == "max" else 0
-    xp = np.pad(x.astype(np.float64), pads, constant_values=fill)
-    win = sliding_window_view(xp, kernel, axis=(2, 3))[:, :, ::stride[0], ::stride[1]]
-    win = win[:, :, :oh, :ow]
+    out_hw = out_t.shape[2:]
     if mode == "max":
-        return win.max(axis=(4, 5)).astype(x.dtype)
-    total = win.sum(axis=(4, 5))
+        return eager_kernels.pool2d_max(x, kernel, stride, padding, out_hw)
+    total = eager_kernels.pool2d_sum(x, kernel, stride, padding, out_hw)
     if mode == "average":
         return (total / (kernel[0] * kernel[1])).astype(x.dtype)
-    ones = np.pad(np.ones(x.shape[2:]), pads[2:])
-    count = sliding_window_view(ones, kernel)[::stride[0], ::stride[1]][:oh, :ow].sum((2, 3))
+    ones = np.ones((1, 1) + x.shape[2:])
+    count = eager_kernels.pool2d_sum(ones, kernel, stride, padding, out_hw)
     return (total / count).astype(x.dtype)
 
 
@@ -208,8 +197,12 @@ def _bn_infer(x, weight, bias, mean, var, *, eps):
 
 
 def _bn_eager(x, weight, bias, mean, var, *, eps):
-    inv = 1.0 / np.sqrt(var.astype(np.float64) + eps)
-    return ((x - mean) * inv * weight + bias).astype(x.dtype)
+    # one multiply-add over x with per-channel scale and shift folded in float64
+    scale = weight / np.sqrt(var.astype(np.float64) + eps)
+    shift = bias - mean * scale
+    out = x * scale.astype(x.dtype)
+    out += shift.astype(x.dtype)
+    return out
 
 
 def _bn_lower(L, x, weight, bias, mean, var, *, eps):

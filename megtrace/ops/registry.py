@@ -6,6 +6,8 @@ import TVM) and how the op is written to and read from a MegEngine model (`mge`)
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -72,6 +74,9 @@ class OpDef:
     mge: MgeOpr | MgeComposite | MgeChoice | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     fold_from_types: bool = False   # value depends only on input types (get_shape)
+    # optimize_for_inference passes the op through TVM's passes as an opaque call, for
+    # lowerings (scatter, flat gathers) that would not come back as the op they were.
+    opaque_in_optimize: bool = False
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)
@@ -98,6 +103,7 @@ class OpDef:
         return f"OpDef({self.name})"
 
 
+@functools.lru_cache(maxsize=None)     # eager calls ask once per op, not per call
 def _arity(fn) -> tuple[int, float]:
     """(min, max) positional tensor inputs a shape rule takes."""
     import inspect

@@ -138,21 +138,29 @@ def _subtensor_infer(x, *, index):
         raise ShapeError(f"subtensor: index {index} out of range for {x}: {e}") from None
 
 
+def relax_slice(sl: slice, size: int) -> tuple[int, int, int]:
+    """(begin, end, stride) for Relax strided_slice: as Python's slice, except that an end
+    before the first element (negative stride) must not read as "from the end"."""
+    b, e, s = sl.indices(size)
+    return b, (-size - 1 if e < 0 else e), s
+
+
 def _subtensor_lower(L, x, *, index):
     R, t = L.R, L.types[0]
     axes, begin, end, strides = [], [], [], []
     for axis, start, stop, step, idx in index:
         sl = slice(idx, idx + 1 if idx != -1 else None) if idx is not None else \
             slice(start, stop, step)
-        b, e, s = sl.indices(t.shape[axis])
+        b, e, s = relax_slice(sl, t.shape[axis])
         axes.append(axis), begin.append(b), end.append(e), strides.append(s)
-    return R.reshape(R.strided_slice(x, axes, begin, end, strides), L.out.shape)
+    return R.reshape(L.normalize(R.strided_slice(x, axes, begin, end, strides)), L.out.shape)
 
 
 def _subtensor_emit(em, types, p, inputs):
-    """Index values become Int32 constants, consumed item by item (begin, end, step, idx)."""
+    """Index values become Int32 constants, consumed item by item (begin, end, step, idx);
+    items in descending axis order, as MegEngine writes them."""
     items, extra = [], []
-    for axis, start, stop, step, idx in p["index"]:
+    for axis, start, stop, step, idx in sorted(p["index"], key=lambda row: -row[0]):
         flags = {"begin": start, "end": stop, "step": step, "idx": idx}
         items.append({"axis": axis, **{k: v is not None for k, v in flags.items()}})
         extra += [em.const(np.array([v], np.int32)) for v in flags.values() if v is not None]

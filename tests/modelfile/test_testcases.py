@@ -107,3 +107,17 @@ def test_main_model_of_container_runs_in_lite(traced, lite, tmp_path, rng):
     outs = lite.run_model(model, case)
     (value,) = outs.values()
     assert rel_err(value, case["out:expect"]) <= 1e-4
+
+
+def test_scalar_argument_takes_one_element_testcases(tmp_path):
+    """MegEngine dumps a scalar argument as a (1,) input, so "#rand(0,255,1)" fits it."""
+    f = trace(lambda x: mge.functional.exp(x), symbolic=True, capture_as_const=True)
+    f(mge.tensor(1.0))
+    path = tmp_path / "s.mge"
+    f.dump(path, input_data=["#rand(0, 5, 1)"], silent=True)
+    (case,) = mge.load_graph(path).testcases
+    assert case["arg_0"].size == 1
+    np.testing.assert_allclose(case["output_0:expect"].reshape(-1),
+                               np.exp(case["arg_0"].reshape(-1)), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"input/data shapes mismatch: \(1,\) vs \(1, 2\)"):
+        f.dump(tmp_path / "bad.mge", input_data=["#rand(0, 5, 1, 2)"])

@@ -1,0 +1,130 @@
+"""Sorting and small linear algebra: argsort (MegEngine's Argsort), the k-th value (TopK
+KTH_ONLY), dot (Dot) and matinv (MatrixInverse)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..ir import TensorType
+from ._rules import same_dtype
+from .registry import MgeComposite, MgeOpr, OpDef, register
+
+
+def _rows(name: str, x: TensorType) -> None:
+    if x.ndim != 2:
+        raise ShapeError(f"{name}: expected a 2-d (batch, n) tensor, got {x}")
+
+
+def _order(x: np.ndarray, descending: bool) -> np.ndarray:
+    """Stable order along the last axis; descending keeps equal elements in index order."""
+    n = x.shape[-1]
+    if not descending:
+        return np.argsort(x, axis=-1, kind="stable")
+    flipped = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    return (n - 1 - flipped).astype(np.int64)
+
+
+# -- argsort: sorted values and their int32 indices along the last axis of a 2-d tensor ---
+def _argsort_infer(x, *, descending):
+    _rows("argsort", x)
+    return x, TensorType(x.shape, "int32")
+
+
+def _argsort_eager(x, *, descending):
+    order = _order(x, descending)
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
+
+
+def _argsort_lower(L, x, *, descending):
+    n = L.types[0].shape[-1]
+    return L.R.topk(x, k=n, axis=-1, ret_type="both", largest=descending, dtype="int32")
+
+
+ARGSORT = MgeOpr("Argsort", "Argsort",
+                 fields=lambda p: {"order": "DESCENDING" if p["descending"] else "ASCENDING"},
+                 decode=lambda f: {"descending": f["order"] == "DESCENDING"},
+                 outputs=2, results=(0, 1))
+
+register(OpDef("argsort", params={"descending": False}, eager=_argsort_eager,
+               infer=_argsort_infer, lower=_argsort_lower, mge=ARGSORT))
+
+
+# -- kth_value: the k-th smallest (largest if descending) element of each row --------------
+def _kth_infer(x, *, k, descending):
+    _rows("kth_value", x)
+    if not 1 <= k <= x.shape[-1]:
+        raise ShapeError(f"kth_value: k={k} is out of range for {x}")
+    return TensorType(x.shape[:-1], x.dtype)
+
+
+def _kth_eager(x, *, k, descending):
+    ordered = np.sort(x, axis=-1)
+    return np.array(ordered[..., -k] if descending else ordered[..., k - 1])
+
+
+def _kth_lower(L, x, *, k, descending):
+    R = L.R
+    top = R.topk(x, k=k, axis=-1, ret_type="values", largest=descending)
+    last = R.strided_slice(top, [1], [k - 1], [k], [1])
+    return R.reshape(last, L.out.shape)
+
+
+def _kth_emit(em, types, p, inputs):
+    """MegEngine's TopK takes the k smallest; a negative k asks for the largest."""
+    k = em.const(np.array([-p["k"] if p["descending"] else p["k"]], np.int32))
+    return em.opr(KTH_ONLY, {"mode": "KTH_ONLY"}, [inputs[0], k])
+
+
+KTH_ONLY = MgeOpr("TopK", "TopK", match={"mode": "KTH_ONLY"})
+
+register(OpDef("kth_value", params={"k": 1, "descending": False}, eager=_kth_eager,
+               infer=_kth_infer, lower=_kth_lower, mge=MgeComposite(_kth_emit)))
+
+
+# -- dot: inner product of two vectors (or scalars) -------------------------------------
+def _dot_infer(a, b):
+    dtype = same_dtype("dot", a, b)
+    if a.ndim > 1 or b.ndim > 1 or a.size != b.size:
+        raise ShapeError(f"dot: operands must be vectors (or scalars) of one length; got "
+                         f"{a} and {b}")
+    return TensorType((), dtype)
+
+
+def _dot_eager(a, b):
+    wide = np.float64 if a.dtype.kind == "f" else np.int64
+    return np.array(np.sum(a.astype(wide).ravel() * b.astype(wide).ravel())).astype(a.dtype)
+
+
+def _dot_lower(L, a, b):
+    R = L.R
+    return R.sum(R.multiply(R.reshape(a, (-1,)), R.reshape(b, (-1,))))
+
+
+def _dot_emit(em, types, p, inputs):
+    """MegEngine's Dot gives shape (1,); the scalar result drops that axis."""
+    out = em.opr(DOT, {}, inputs)
+    return em.opr(MgeOpr("AxisAddRemove", "AxisAddRemove"),
+                  {"desc": [{"method": "REMOVE", "axis": 0}]}, [out])
+
+
+DOT = MgeOpr("Dot", "Empty")
+register(OpDef("dot", eager=_dot_eager, infer=_dot_infer, lower=_dot_lower,
+               mge=MgeComposite(_dot_emit)))
+
+
+# -- matinv: inverse of each square matrix in the last two axes --------------------------
+def _matinv_infer(x):
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"matinv: expected (..., n, n) square matrices, got {x}")
+    if x.dtype not in ("float32", "float16"):
+        raise DTypeError(f"matinv: operand must be a float tensor; got {x}")
+    return x
+
+
+def _matinv_eager(x):
+    return np.linalg.inv(x.astype(np.float64)).astype(x.dtype)
+
+
+# Relax has no matrix inverse; traced graphs holding one run eagerly only (no lowering).
+register(OpDef("matinv", eager=_matinv_eager, infer=_matinv_infer,
+               mge=MgeOpr("MatrixInverse", "Empty")))
