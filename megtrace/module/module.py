@@ -204,14 +204,17 @@ class Module(metaclass=ABCMeta):
             fn(m)
 
     # -- modes ------------------------------------------------------------------------
-    def train(self, mode: bool = True, recursive: bool = True) -> None:
+    def train(self, mode: bool = True, recursive: bool = True) -> "Module":
+        """Set `training` on this module (and its submodules). Returns the module, so
+        that `net = Net().eval()` works (MegEngine returns None)."""
         if not recursive:
             self.training = mode
-            return
+            return self
         self.apply(lambda m: m.train(mode, recursive=False))
+        return self
 
-    def eval(self) -> None:
-        self.train(False)
+    def eval(self) -> "Module":
+        return self.train(False)
 
     def disable_quantize(self, value: bool = True):
         """Set `quantize_disabled` on this module and its submodules."""
