@@ -57,11 +57,15 @@ KNOWN_V1 = frozenset({
     "Split", "GetVarShapeV1", "Subtensor", "IndexingMultiAxisVec", "IndexingOneHot",
     "Argmax", "Argmin", "TopK", "CumsumV1", "Linspace", "Padding", "ResizeV2",
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
+    "RemapV1", "WarpAffineV2", "CvtColor", "ROIAlignV1", "ROIPooling", "NMSKeepMGB",
+    "Images2Neibs", "SlidingWindowTranspose",
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",
 })
 # sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals
 KNOWN_V1 |= {"Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye"}
+# random number oprs (megtrace.random)
+KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1"}
 
 
 # FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its

@@ -19,6 +19,8 @@ class Recorder(Protocol):
 
     def materialize_live(self) -> None: ...
 
+    def random_key(self, key: "Tensor", stream: Any) -> None: ...
+
 
 class _RecorderStack(threading.local):
     """Each thread records into its own traces: a trace running in one thread must not

@@ -24,11 +24,24 @@ class CvtColor(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # CvtColor
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def CvtColorStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(1)
 
 def Start(builder):
     CvtColorStart(builder)
+
+def CvtColorAddMode(builder, mode):
+    builder.PrependUint32Slot(0, mode, 0)
+
+def AddMode(builder, mode):
+    CvtColorAddMode(builder, mode)
 
 def CvtColorEnd(builder):
     return builder.EndObject()

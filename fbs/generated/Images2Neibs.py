@@ -24,11 +24,115 @@ class Images2Neibs(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # Images2Neibs
+    def PadH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Images2Neibs
+    def PadW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Images2Neibs
+    def StrideH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Images2Neibs
+    def StrideW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Images2Neibs
+    def DilateH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Images2Neibs
+    def DilateW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Images2Neibs
+    def WindowH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 3
+
+    # Images2Neibs
+    def WindowW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 3
+
 def Images2NeibsStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(8)
 
 def Start(builder):
     Images2NeibsStart(builder)
+
+def Images2NeibsAddPadH(builder, padH):
+    builder.PrependUint32Slot(0, padH, 0)
+
+def AddPadH(builder, padH):
+    Images2NeibsAddPadH(builder, padH)
+
+def Images2NeibsAddPadW(builder, padW):
+    builder.PrependUint32Slot(1, padW, 0)
+
+def AddPadW(builder, padW):
+    Images2NeibsAddPadW(builder, padW)
+
+def Images2NeibsAddStrideH(builder, strideH):
+    builder.PrependUint32Slot(2, strideH, 1)
+
+def AddStrideH(builder, strideH):
+    Images2NeibsAddStrideH(builder, strideH)
+
+def Images2NeibsAddStrideW(builder, strideW):
+    builder.PrependUint32Slot(3, strideW, 1)
+
+def AddStrideW(builder, strideW):
+    Images2NeibsAddStrideW(builder, strideW)
+
+def Images2NeibsAddDilateH(builder, dilateH):
+    builder.PrependUint32Slot(4, dilateH, 1)
+
+def AddDilateH(builder, dilateH):
+    Images2NeibsAddDilateH(builder, dilateH)
+
+def Images2NeibsAddDilateW(builder, dilateW):
+    builder.PrependUint32Slot(5, dilateW, 1)
+
+def AddDilateW(builder, dilateW):
+    Images2NeibsAddDilateW(builder, dilateW)
+
+def Images2NeibsAddWindowH(builder, windowH):
+    builder.PrependUint32Slot(6, windowH, 3)
+
+def AddWindowH(builder, windowH):
+    Images2NeibsAddWindowH(builder, windowH)
+
+def Images2NeibsAddWindowW(builder, windowW):
+    builder.PrependUint32Slot(7, windowW, 3)
+
+def AddWindowW(builder, windowW):
+    Images2NeibsAddWindowW(builder, windowW)
 
 def Images2NeibsEnd(builder):
     return builder.EndObject()

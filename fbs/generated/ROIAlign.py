@@ -24,11 +24,115 @@ class ROIAlign(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # ROIAlign
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # ROIAlign
+    def Format(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # ROIAlign
+    def SpatialScale(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
+    # ROIAlign
+    def Offset(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # ROIAlign
+    def PooledHeight(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # ROIAlign
+    def PooledWidth(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # ROIAlign
+    def SampleHeight(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 2
+
+    # ROIAlign
+    def SampleWidth(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 2
+
 def ROIAlignStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(8)
 
 def Start(builder):
     ROIAlignStart(builder)
+
+def ROIAlignAddMode(builder, mode):
+    builder.PrependUint32Slot(0, mode, 0)
+
+def AddMode(builder, mode):
+    ROIAlignAddMode(builder, mode)
+
+def ROIAlignAddFormat(builder, format):
+    builder.PrependUint32Slot(1, format, 0)
+
+def AddFormat(builder, format):
+    ROIAlignAddFormat(builder, format)
+
+def ROIAlignAddSpatialScale(builder, spatialScale):
+    builder.PrependFloat32Slot(2, spatialScale, 1.0)
+
+def AddSpatialScale(builder, spatialScale):
+    ROIAlignAddSpatialScale(builder, spatialScale)
+
+def ROIAlignAddOffset(builder, offset):
+    builder.PrependFloat32Slot(3, offset, 0.0)
+
+def AddOffset(builder, offset):
+    ROIAlignAddOffset(builder, offset)
+
+def ROIAlignAddPooledHeight(builder, pooledHeight):
+    builder.PrependUint32Slot(4, pooledHeight, 1)
+
+def AddPooledHeight(builder, pooledHeight):
+    ROIAlignAddPooledHeight(builder, pooledHeight)
+
+def ROIAlignAddPooledWidth(builder, pooledWidth):
+    builder.PrependUint32Slot(5, pooledWidth, 1)
+
+def AddPooledWidth(builder, pooledWidth):
+    ROIAlignAddPooledWidth(builder, pooledWidth)
+
+def ROIAlignAddSampleHeight(builder, sampleHeight):
+    builder.PrependUint32Slot(6, sampleHeight, 2)
+
+def AddSampleHeight(builder, sampleHeight):
+    ROIAlignAddSampleHeight(builder, sampleHeight)
+
+def ROIAlignAddSampleWidth(builder, sampleWidth):
+    builder.PrependUint32Slot(7, sampleWidth, 2)
+
+def AddSampleWidth(builder, sampleWidth):
+    ROIAlignAddSampleWidth(builder, sampleWidth)
 
 def ROIAlignEnd(builder):
     return builder.EndObject()

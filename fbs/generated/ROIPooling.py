@@ -24,11 +24,37 @@ class ROIPooling(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # ROIPooling
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # ROIPooling
+    def Scale(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
 def ROIPoolingStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(2)
 
 def Start(builder):
     ROIPoolingStart(builder)
+
+def ROIPoolingAddMode(builder, mode):
+    builder.PrependUint32Slot(0, mode, 0)
+
+def AddMode(builder, mode):
+    ROIPoolingAddMode(builder, mode)
+
+def ROIPoolingAddScale(builder, scale):
+    builder.PrependFloat32Slot(1, scale, 1.0)
+
+def AddScale(builder, scale):
+    ROIPoolingAddScale(builder, scale)
 
 def ROIPoolingEnd(builder):
     return builder.EndObject()

@@ -24,11 +24,63 @@ class Remap(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # Remap
+    def Imode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Remap
+    def BorderType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Remap
+    def Format(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Remap
+    def Scalar(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
 def RemapStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(4)
 
 def Start(builder):
     RemapStart(builder)
+
+def RemapAddImode(builder, imode):
+    builder.PrependUint32Slot(0, imode, 1)
+
+def AddImode(builder, imode):
+    RemapAddImode(builder, imode)
+
+def RemapAddBorderType(builder, borderType):
+    builder.PrependUint32Slot(1, borderType, 0)
+
+def AddBorderType(builder, borderType):
+    RemapAddBorderType(builder, borderType)
+
+def RemapAddFormat(builder, format):
+    builder.PrependUint32Slot(2, format, 1)
+
+def AddFormat(builder, format):
+    RemapAddFormat(builder, format)
+
+def RemapAddScalar(builder, scalar):
+    builder.PrependFloat32Slot(3, scalar, 0.0)
+
+def AddScalar(builder, scalar):
+    RemapAddScalar(builder, scalar)
 
 def RemapEnd(builder):
     return builder.EndObject()

@@ -24,11 +24,141 @@ class SlidingWindowTranspose(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # SlidingWindowTranspose
+    def OutH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # SlidingWindowTranspose
+    def OutW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # SlidingWindowTranspose
+    def PadH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # SlidingWindowTranspose
+    def PadW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # SlidingWindowTranspose
+    def StrideH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # SlidingWindowTranspose
+    def StrideW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # SlidingWindowTranspose
+    def DilateH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # SlidingWindowTranspose
+    def DilateW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # SlidingWindowTranspose
+    def WindowH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 3
+
+    # SlidingWindowTranspose
+    def WindowW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 3
+
 def SlidingWindowTransposeStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(10)
 
 def Start(builder):
     SlidingWindowTransposeStart(builder)
+
+def SlidingWindowTransposeAddOutH(builder, outH):
+    builder.PrependUint32Slot(0, outH, 0)
+
+def AddOutH(builder, outH):
+    SlidingWindowTransposeAddOutH(builder, outH)
+
+def SlidingWindowTransposeAddOutW(builder, outW):
+    builder.PrependUint32Slot(1, outW, 0)
+
+def AddOutW(builder, outW):
+    SlidingWindowTransposeAddOutW(builder, outW)
+
+def SlidingWindowTransposeAddPadH(builder, padH):
+    builder.PrependUint32Slot(2, padH, 0)
+
+def AddPadH(builder, padH):
+    SlidingWindowTransposeAddPadH(builder, padH)
+
+def SlidingWindowTransposeAddPadW(builder, padW):
+    builder.PrependUint32Slot(3, padW, 0)
+
+def AddPadW(builder, padW):
+    SlidingWindowTransposeAddPadW(builder, padW)
+
+def SlidingWindowTransposeAddStrideH(builder, strideH):
+    builder.PrependUint32Slot(4, strideH, 1)
+
+def AddStrideH(builder, strideH):
+    SlidingWindowTransposeAddStrideH(builder, strideH)
+
+def SlidingWindowTransposeAddStrideW(builder, strideW):
+    builder.PrependUint32Slot(5, strideW, 1)
+
+def AddStrideW(builder, strideW):
+    SlidingWindowTransposeAddStrideW(builder, strideW)
+
+def SlidingWindowTransposeAddDilateH(builder, dilateH):
+    builder.PrependUint32Slot(6, dilateH, 1)
+
+def AddDilateH(builder, dilateH):
+    SlidingWindowTransposeAddDilateH(builder, dilateH)
+
+def SlidingWindowTransposeAddDilateW(builder, dilateW):
+    builder.PrependUint32Slot(7, dilateW, 1)
+
+def AddDilateW(builder, dilateW):
+    SlidingWindowTransposeAddDilateW(builder, dilateW)
+
+def SlidingWindowTransposeAddWindowH(builder, windowH):
+    builder.PrependUint32Slot(8, windowH, 3)
+
+def AddWindowH(builder, windowH):
+    SlidingWindowTransposeAddWindowH(builder, windowH)
+
+def SlidingWindowTransposeAddWindowW(builder, windowW):
+    builder.PrependUint32Slot(9, windowW, 3)
+
+def AddWindowW(builder, windowW):
+    SlidingWindowTransposeAddWindowW(builder, windowW)
 
 def SlidingWindowTransposeEnd(builder):
     return builder.EndObject()

@@ -24,11 +24,63 @@ class WarpAffine(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # WarpAffine
+    def Imode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # WarpAffine
+    def BorderMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # WarpAffine
+    def BorderVal(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # WarpAffine
+    def Format(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
 def WarpAffineStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(4)
 
 def Start(builder):
     WarpAffineStart(builder)
+
+def WarpAffineAddImode(builder, imode):
+    builder.PrependUint32Slot(0, imode, 1)
+
+def AddImode(builder, imode):
+    WarpAffineAddImode(builder, imode)
+
+def WarpAffineAddBorderMode(builder, borderMode):
+    builder.PrependUint32Slot(1, borderMode, 0)
+
+def AddBorderMode(builder, borderMode):
+    WarpAffineAddBorderMode(builder, borderMode)
+
+def WarpAffineAddBorderVal(builder, borderVal):
+    builder.PrependFloat32Slot(2, borderVal, 0.0)
+
+def AddBorderVal(builder, borderVal):
+    WarpAffineAddBorderVal(builder, borderVal)
+
+def WarpAffineAddFormat(builder, format):
+    builder.PrependUint32Slot(3, format, 1)
+
+def AddFormat(builder, format):
+    WarpAffineAddFormat(builder, format)
 
 def WarpAffineEnd(builder):
     return builder.EndObject()

@@ -1,5 +1,5 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
-from . import nn
+from . import loss, nn, vision
 from .conv import *  # noqa: F401,F403
 from .conv import __all__ as _conv_all
 from .elemwise import *  # noqa: F401,F403
@@ -18,9 +18,7 @@ from .tensor_extra import __all__ as _tensor_extra_all
 from .tensor_ops import *  # noqa: F401,F403
 from .tensor_ops import __all__ as _tensor_all
 
-vision = nn   # MegEngine also exposes interpolate as F.vision.interpolate
-
-__all__ = ["nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
+__all__ = ["loss", "nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]
 __all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all + _conv_all
 

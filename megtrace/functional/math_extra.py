@@ -12,7 +12,7 @@ from .elemwise import abs as _abs, div, pow as _pow, sub
 from .math import clip, not_equal
 from .reduction import max as _max, mean, min as _min, sum as _sum
 
-__all__ = ["sort", "argsort", "var", "std", "norm", "normalize", "dot", "matinv"]
+__all__ = ["sort", "argsort", "var", "std", "norm", "normalize", "dot", "matinv", "svd"]
 
 Axis = Optional[Union[int, Sequence[int]]]
 
@@ -82,3 +82,11 @@ def dot(inp1: Tensor, inp2: Tensor) -> Tensor:
 def matinv(inp: Tensor) -> Tensor:
     """Inverse of each square matrix in the last two axes."""
     return apply("matinv", require_tensor("matinv", inp))
+
+
+def svd(inp: Tensor, full_matrices=False, compute_uv=True):
+    """(U, S, Vh) of each matrix in the last two axes, singular values descending."""
+    if not compute_uv:
+        raise NotImplementedError("svd: compute_uv=False is not supported (MegEngine 1.13's "
+                                  "F.svd fails on it as well)")
+    return apply("svd", require_tensor("svd", inp), full_matrices=bool(full_matrices))

@@ -15,7 +15,8 @@ from .tensor_ops import reshape
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
-           "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate"]
+           "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate", "remap",
+           "warp_perspective"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -167,24 +168,26 @@ def adaptive_max_pool2d(inp: Tensor, oshp) -> Tensor:
 
 
 def pad(src: Tensor, pad_width, mode: str = "constant", constant_value: float = 0.0) -> Tensor:
-    """Pad each axis by (before, after); mode "constant", "reflect" or "replicate"."""
+    """Pad the leading axes by (before, after) pairs (axes without a pair are not padded);
+    mode "constant", "reflect" or "replicate" (alias "edge")."""
     x = require_tensor("pad", src)
-    widths = tuple((int(a), int(b)) for a, b in pad_width)
-    return apply("pad", x, pad_width=widths, mode=str(mode).lower(), value=float(constant_value))
+    mode = str(mode).lower()
+    assert mode in ["constant", "edge", "replicate", "reflect"]
+    if mode == "edge":
+        mode = "replicate"
+    widths = [(int(a), int(b)) for a, b in pad_width]
+    if len(widths) > x.ndim:
+        raise ValueError(f"pad: {len(widths)} (before, after) pairs for a {x.ndim}-d tensor")
+    widths += [(0, 0)] * (x.ndim - len(widths))
+    return apply("pad", x, pad_width=tuple(widths), mode=mode, value=float(constant_value))
 
 
-def interpolate(inp: Tensor, size=None, scale_factor=None, mode: str = "bilinear",
-                align_corners: Optional[bool] = None) -> Tensor:
-    """Resize NCHW images to `size` (or by `scale_factor`), "nearest" or "bilinear"."""
-    x = require_tensor("interpolate", inp)
-    mode = _check_mode("interpolate: mode", mode, ("nearest", "bilinear"))
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
-    if size is None:
-        fh, fw = (scale_factor, scale_factor) if not isinstance(scale_factor, (tuple, list)) \
-            else scale_factor
-        size = (int(x.shape[2] * fh), int(x.shape[3] * fw))
-    if mode == "nearest" and align_corners:
-        raise ValueError("interpolate: align_corners applies to bilinear mode only")
-    return apply("resize", x, size=pair("size", size), mode=mode,
-                 align_corners=bool(align_corners))
+# MegEngine's F.nn also holds the vision functionals and the losses.
+from .loss import *  # noqa: E402,F401,F403
+from .onehot import *  # noqa: E402,F401,F403
+from .onehot import __all__ as _onehot_all  # noqa: E402
+from .rearrange import *  # noqa: E402,F401,F403
+from .rearrange import __all__ as _rearrange_all  # noqa: E402
+from .vision import *  # noqa: E402,F401,F403
+
+__all__ += [*_onehot_all, *_rearrange_all]

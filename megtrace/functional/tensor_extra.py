@@ -15,7 +15,7 @@ from ._convert import require_tensor
 from .tensor_ops import broadcast_to, concat, reshape, split, transpose
 
 __all__ = ["eye", "diag", "gather", "scatter", "cond_take", "copy", "swapaxes", "roll",
-           "repeat", "tile"]
+           "repeat", "tile", "meshgrid"]
 
 
 def _ints(value) -> list[int]:
@@ -159,3 +159,24 @@ def tile(inp: Tensor, reps: Iterable[int]) -> Tensor:
         wide += [r, d]
     out = broadcast_to(reshape(x, base), wide)
     return reshape(out, [r * d for r, d in zip(reps, shape)])
+
+
+def meshgrid(*inputs: Tensor, indexing: str = "xy") -> list[Tensor]:
+    """Coordinate grids from 1-d tensors: 'xy' puts the first input along columns, 'ij'
+    along rows (as NumPy's meshgrid)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [require_tensor("meshgrid", t) for t in inputs]
+    for t in xs:
+        if t.ndim > 1:
+            raise ValueError(f"meshgrid: inputs must be 0-d or 1-d, got shape {t.shape}")
+    sizes = [t.size for t in xs]
+    if indexing == "xy" and len(xs) > 1:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(xs):
+        place = i if indexing == "ij" or len(xs) < 2 else {0: 1, 1: 0}.get(i, i)
+        shape = [1] * len(xs)
+        shape[place] = t.size
+        out.append(broadcast_to(reshape(t, shape), sizes))
+    return out

@@ -32,12 +32,15 @@ class Source:
 
     kind: "arg" (a tensor argument), "const" (created inside the function), "captured"
     (an outside tensor frozen by capture_as_const), "external" (an outside tensor that
-    stays an input of the compiled graph).
+    stays an input of the compiled graph), "rng" (the key of a megtrace.random op: an
+    input of the compiled graph drawn from `stream` on every run).
     """
 
     kind: str
     tensor: Any = None          # weakref to the outside tensor (captured/external)
     version: int = 0
+    stream: Any = None          # rng: the generator keys are drawn from
+    value: Any = None           # rng: the key drawn while tracing (a dump freezes it)
 
     def outside(self):
         return self.tensor() if self.tensor is not None else None

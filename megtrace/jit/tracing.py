@@ -43,7 +43,9 @@ class trace:
       every call.
     - `symbolic_shape=True`: a call with new input shapes records and compiles again for
       those shapes (a per-shape cache: Python sees real shapes, so shape arithmetic is
-      always right); False: a new shape raises TraceError.
+      always right; likewise new values of an argument whose value Python read, e.g. a
+      repeat count given as a tensor, where MegEngine keeps shapes symbolic); False: a
+      new shape raises TraceError.
     - `record_only`: records without computing; dump works, outputs have no value.
     - `opt_level`: 0 one unscheduled TVM kernel per op; 1 constant folding + TVM fusion;
       2 (default) + megtrace's CPU rules; 3 + MetaSchedule records from `tuning_dir`
@@ -127,7 +129,12 @@ class trace:
             return None
         key = tuple((n, t.shape) for n, t in bindings)
         if self._symbolic_shape:
-            return self._entries.get(key)
+            named = dict(bindings)
+            for (shapes, read_values), entry in list(self._entries.items()):
+                if shapes == key and all(named[n].numpy().tobytes() == v
+                                         for n, v in read_values):
+                    return entry
+            return None
         entry = next(iter(self._entries.values()))
         for (name, t), (_, var) in zip(bindings, entry.args):
             if t.shape != var.type.shape:
@@ -187,22 +194,27 @@ class trace:
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
                            out_vars, tree, rec.value_required)
-        if self._without_host and entry.externals:
+        unknown = [v for v in entry.externals if entry.sources[v].kind == "external"]
+        if self._without_host and unknown:
             raise TraceError.with_detail(
                 "have some unknown input tensors in trace result, maybe you can set "
                 "`capture_as_const=True` when trace",
                 "without_host runs only the compiled graph, which cannot read tensors from "
-                "outside the function: " + ", ".join(v.name_hint for v in entry.externals))
+                "outside the function: " + ", ".join(v.name_hint for v in unknown))
         entry.simplify = abs(self._opt_level) >= 1
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
-        self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
+        # Python read these arguments' values (a repeat count, a shape given as a tensor):
+        # the trace holds for those values only, so other values trace again.
+        read_values = tuple((n, rec._values[v].tobytes()) for n, v in arg_vars
+                            if v in rec.read_args)
+        self._entries[(tuple((n, t.shape) for n, t in bindings), read_values)] = entry
         self._last_entry = entry
         if self._record_only:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])
         if self._symbolic:
             feeds = {v: rec._values[v] for _, v in entry.args}
-            feeds.update(_external_feeds(entry))
+            feeds.update(_external_feeds(entry, drawn=rec._values))
             results = self._run_entry(entry, feeds)
             values = [results[v] if v in results else _source_value(entry, v, feeds)
                       for v in out_vars]
@@ -301,12 +313,18 @@ def _check_type(name: str, value, cls) -> None:
                         f"{type(value).__name__}")
 
 
-def _external_feeds(entry: TraceEntry) -> dict[Var, np.ndarray]:
+def _external_feeds(entry: TraceEntry, drawn: dict | None = None) -> dict[Var, np.ndarray]:
+    """Outside values of a run without Python: external tensors as they are now, and a
+    new key for each random op (`drawn`: the keys Python drew while tracing)."""
     feeds = {}
     for var in entry.externals:
-        t = entry.sources[var].outside()
+        source = entry.sources[var]
+        if source.kind == "rng":
+            feeds[var] = drawn[var] if drawn is not None else source.stream.next_key()
+            continue
+        t = source.outside()
         if t is None:
-            raise TraceError(f"trace error because external {var.name_hint} no longer exists")
+            raise TraceError.because(f"external {var.name_hint} no longer exists")
         feeds[var] = t.numpy()
     return feeds
 

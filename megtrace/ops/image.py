@@ -1,4 +1,4 @@
-"""Spatial ops on NCHW images: adaptive pooling, padding, resizing."""
+"""Spatial ops on NCHW images: adaptive pooling, padding."""
 from __future__ import annotations
 
 import numpy as np
@@ -108,49 +108,3 @@ register(OpDef("pad", params={"pad_width": (), "mode": "constant", "value": 0.0}
                eager=_pad_eager, infer=_pad_infer, lower=_pad_lower,
                mge=MgeOpr("Padding", "Padding", fields=_pad_fields)))
 
-
-# -- resize (F.nn.interpolate) ---------------------------------------------------------------
-def _resize_infer(x, *, size, mode, align_corners):
-    if x.ndim != 4:
-        raise ShapeError(f"resize: input must be 4-d NCHW; got {x}")
-    if mode not in ("nearest", "bilinear"):
-        raise ValueError(f"resize: mode must be 'nearest' or 'bilinear'; got {mode!r}")
-    return TensorType(x.shape[:2] + tuple(size), x.dtype)
-
-
-def _src_coords(out: int, size: int, mode: str, align: bool) -> np.ndarray:
-    d = np.arange(out, dtype=np.float64)
-    if mode == "nearest":
-        return np.minimum(np.floor(d * size / out), size - 1)
-    if align:
-        return d * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
-    return np.clip((d + 0.5) * size / out - 0.5, 0, size - 1)
-
-
-def _resize_eager(x, *, size, mode, align_corners):
-    ys = _src_coords(size[0], x.shape[2], mode, align_corners)
-    xs = _src_coords(size[1], x.shape[3], mode, align_corners)
-    x64 = x.astype(np.float64)
-    if mode == "nearest":
-        return x64[:, :, ys.astype(int)][:, :, :, xs.astype(int)].astype(x.dtype)
-    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
-    y1, x1 = np.minimum(y0 + 1, x.shape[2] - 1), np.minimum(x0 + 1, x.shape[3] - 1)
-    wy, wx = (ys - y0)[:, None], (xs - x0)[None, :]
-    top = x64[:, :, y0][:, :, :, x0] * (1 - wx) + x64[:, :, y0][:, :, :, x1] * wx
-    bot = x64[:, :, y1][:, :, :, x0] * (1 - wx) + x64[:, :, y1][:, :, :, x1] * wx
-    return (top * (1 - wy) + bot * wy).astype(x.dtype)
-
-
-def _resize_lower(L, x, *, size, mode, align_corners):
-    if mode == "nearest":
-        return L.R.image.resize2d(x, size, method="nearest_neighbor",
-                                  coordinate_transformation_mode="asymmetric",
-                                  rounding_method="floor")
-    coord = "align_corners" if align_corners else "half_pixel"
-    return L.R.image.resize2d(x, size, method="linear", coordinate_transformation_mode=coord)
-
-
-# Not written to .mge yet: MegEngine's ResizeV2 coordinate rules for each mode must be
-# checked against the real runtime first.
-register(OpDef("resize", params={"size": (1, 1), "mode": "bilinear", "align_corners": False},
-               eager=_resize_eager, infer=_resize_infer, lower=_resize_lower))

@@ -128,3 +128,26 @@ def _matinv_eager(x):
 # Relax has no matrix inverse; traced graphs holding one run eagerly only (no lowering).
 register(OpDef("matinv", eager=_matinv_eager, infer=_matinv_infer,
                mge=MgeOpr("MatrixInverse", "Empty")))
+
+
+# -- svd: U, S, Vh of each matrix in the last two axes ------------------------------------
+def _svd_infer(x, *, full_matrices):
+    if x.ndim < 2:
+        raise ShapeError(f"svd: expected (..., m, n) matrices, got {x}")
+    if x.dtype not in ("float32", "float16"):
+        raise DTypeError(f"svd: operand must be a float tensor; got {x}")
+    *batch, m, n = x.shape
+    k = min(m, n)
+    u, v = (m, m) if full_matrices else (m, k), (n, n) if full_matrices else (k, n)
+    return (TensorType((*batch, *u), x.dtype), TensorType((*batch, k), x.dtype),
+            TensorType((*batch, *v), x.dtype))
+
+
+def _svd_eager(x, *, full_matrices):
+    u, s, vh = np.linalg.svd(x.astype(np.float64), full_matrices=full_matrices)
+    return u.astype(x.dtype), s.astype(x.dtype), vh.astype(x.dtype)
+
+
+# Relax has no SVD, so it runs eagerly only (no lowering); it is not written to .mge files
+# either: the SVD param table in our copy of MegEngine's schema has no fields.
+register(OpDef("svd", params={"full_matrices": False}, eager=_svd_eager, infer=_svd_infer))

@@ -126,25 +126,6 @@ def _bools(*shape):
     return lambda rng: rng.uniform(size=shape) > 0.5
 
 
-def _bilinear_ref(x, size, align):
-    n, c, h, w = x.shape
-    out = np.zeros((n, c) + tuple(size))
-    for i in range(size[0]):
-        for j in range(size[1]):
-            if align:
-                sy = i * (h - 1) / (size[0] - 1)
-                sx = j * (w - 1) / (size[1] - 1)
-            else:
-                sy = min(max((i + 0.5) * h / size[0] - 0.5, 0), h - 1)
-                sx = min(max((j + 0.5) * w / size[1] - 0.5, 0), w - 1)
-            y0, x0 = int(sy), int(sx)
-            y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
-            dy, dx = sy - y0, sx - x0
-            out[:, :, i, j] = (x[:, :, y0, x0] * (1 - dy) * (1 - dx) + x[:, :, y0, x1] * (1 - dy) * dx
-                               + x[:, :, y1, x0] * dy * (1 - dx) + x[:, :, y1, x1] * dy * dx)
-    return out
-
-
 def _adaptive_ref(x, mode, out):
     n, c, h, w = x.shape
     res = np.zeros((n, c) + tuple(out))
@@ -227,15 +208,6 @@ SAMPLES: list[Sample] = [
            {"pad_width": ((0, 0), (1, 1), (2, 2)), "mode": "replicate", "value": 0.0},
            ref=lambda x, **p: x[:, [0, 0, 1, 2, 3, 3]][:, :, [0, 0, 0, 1, 2, 3, 4, 4, 4]],
            tag="replicate"),
-    Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)],
-           {"size": (7, 3), "mode": "bilinear", "align_corners": False},
-           ref=lambda x, size, **p: _bilinear_ref(x, size, False), tag="bilinear"),
-    Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)],
-           {"size": (7, 9), "mode": "bilinear", "align_corners": True},
-           ref=lambda x, size, **p: _bilinear_ref(x, size, True), tag="bilinear-align"),
-    Sample("resize", lambda rng: [f32(1, 2, 3, 4)(rng)],
-           {"size": (6, 8), "mode": "nearest", "align_corners": False},
-           ref=lambda x, **p: x.repeat(2, axis=2).repeat(2, axis=3), tag="nearest-x2"),
     Sample("transpose", lambda rng: [f32(2, 3, 4)(rng)], {"pattern": (2, 0, 1)},
            ref=lambda x, pattern: np.einsum("abc->cab", x)),
     Sample("take", lambda rng: [f32(5, 3)(rng), _ints(4, lo=0, hi=5)(rng)], {"axis": 0},

@@ -181,3 +181,19 @@ BAD += [
     ("diag", [(2, 3, 4)], {}, "ShapeError", "1-d or 2-d"),
     ("gather", [(2, 3), (3,)], {}, "DTypeError", "integer"),
 ]
+
+
+
+def _svd_ref(x, full_matrices):
+    """LAPACK's SVD in float64 (singular vectors are unique only up to sign, so the sample
+    compares with the same factorisation; test_svd_reconstructs checks the algebra)."""
+    u, s, vh = np.linalg.svd(x.astype(np.float64), full_matrices=full_matrices)
+    return u, s, vh
+
+
+SAMPLES += [
+    Sample("svd", lambda rng: [f32(2, 4, 3)(rng)], {"full_matrices": False}, ref=_svd_ref,
+           tag="reduced"),
+    Sample("svd", lambda rng: [f32(3, 5)(rng)], {"full_matrices": True}, ref=_svd_ref,
+           tag="full"),
+]

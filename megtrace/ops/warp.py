@@ -1,0 +1,253 @@
+"""Geometric image ops, as MegEngine's megdnn kernels compute them: resize (Resize),
+warp_perspective (WarpPerspective), remap (Remap). NCHW images; the output size is a
+parameter, written to .mge as the Int32 shape input MegEngine's oprs take.
+
+Their Relax lowerings are gathers no lift converter could bring back, so they are
+`opaque_in_optimize`: TVM's inference passes see them as one call and dumps write them
+as their own MegEngine opr.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..ir import TensorType
+from ._sampling import BORDER_MODES, round_relax, round_to, sample_np, sample_relax
+from .registry import MgeComposite, MgeOpr, OpDef, register
+
+RESIZE = MgeOpr("ResizeV2", "Resize")
+WARP_PERSPECTIVE = MgeOpr("WarpPerspectiveV2", "WarpPerspective")
+
+_IMAGE_DTYPES = ("float32", "float16", "uint8", "int8")
+
+
+def _image(name: str, x, ndim: int = 4) -> None:
+    if x.ndim != ndim:
+        raise ShapeError(f"{name}: input must be {ndim}-d NCHW; got {x}")
+    if x.dtype not in _IMAGE_DTYPES:
+        raise TypeError(f"{name}: unsupported input dtype {x.dtype}; expected one of "
+                        f"{_IMAGE_DTYPES}")
+
+
+def _out_size(name: str, size) -> None:
+    if len(size) != 2 or min(size) <= 0:
+        raise ShapeError(f"{name}: output size must be two positive ints; got {size}")
+
+
+def _border(name: str, border: str) -> None:
+    if border not in BORDER_MODES:
+        raise ValueError(f"{name}: border mode must be one of {BORDER_MODES}; got {border!r}")
+
+
+def _size_const(em, size) -> int:
+    return em.const(np.array(size, np.int32))
+
+
+# -- resize (F.vision.interpolate without align_corners) ---------------------------------
+_RESIZE_MODES = {"nearest": "NEAREST", "linear": "LINEAR", "cubic": "CUBIC"}
+
+
+def _resize_infer(x, *, size, mode):
+    _image("resize", x)
+    _out_size("resize", size)
+    if mode not in _RESIZE_MODES:
+        raise ValueError(f"resize: mode must be one of {sorted(_RESIZE_MODES)}; got {mode!r}")
+    return TensorType(x.shape[:2] + tuple(size), x.dtype)
+
+
+def _linear_taps(out: int, size: int, nearest: bool):
+    """megdnn's ResizeBase::get_nearest_linear_coord: (index, weight) of both taps."""
+    idx = np.arange(out, dtype=np.float32)
+    scale = np.float32(out) / np.float32(size)
+    if size == 1:
+        zeros = np.zeros(out, np.int64)
+        return zeros, np.ones(out, np.float32), zeros, np.zeros(out, np.float32)
+    alpha = (idx + np.float32(0.5)) / scale - np.float32(0.5)
+    origin = np.floor(alpha)
+    alpha = alpha - origin
+    origin = origin.astype(np.int64)
+    if nearest:
+        origin = np.minimum((idx / scale).astype(np.int64), size - 1)
+        alpha = np.zeros(out, np.float32)
+    low, high = origin < 0, origin + 1 >= size
+    origin = np.where(low, 0, np.where(high, size - 2, origin))
+    alpha = np.where(low, np.float32(0), np.where(high, np.float32(1), alpha))
+    return origin, np.float32(1) - alpha, origin + 1, alpha
+
+
+def _cubic_weights(t: np.ndarray) -> np.ndarray:
+    """OpenCV's cubic coefficients (A = -0.75) for fractional offsets t: shape (..., 4)."""
+    a = np.float32(-0.75)
+    d = np.stack([t + 1, t, 1 - t, 2 - t], axis=-1).astype(np.float32)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, far).astype(np.float32)
+
+
+def _resize_eager(x, *, size, mode):
+    src = x.astype(np.float32)
+    if mode == "cubic":
+        out = src
+        for axis, (o, n) in ((2, (size[0], x.shape[2])), (3, (size[1], x.shape[3]))):
+            alpha = (np.arange(o, dtype=np.float32) + np.float32(0.5)) / \
+                (np.float32(o) / np.float32(n)) - np.float32(0.5)
+            origin = np.floor(alpha)
+            w = _cubic_weights(alpha - origin)
+            taps = np.clip(origin.astype(np.int64)[:, None] + np.arange(-1, 3), 0, n - 1)
+            picked = np.take(out, taps, axis=axis)          # axis becomes (o, 4)
+            shape = [1] * picked.ndim
+            shape[axis], shape[axis + 1] = o, 4
+            out = (picked * w.reshape(shape)).sum(axis=axis + 1, dtype=np.float32)
+        return round_to(out, x.dtype)
+    nearest = mode == "nearest"
+    y0, wy0, y1, wy1 = _linear_taps(size[0], x.shape[2], nearest)
+    x0, wx0, x1, wx1 = _linear_taps(size[1], x.shape[3], nearest)
+    rows = src[:, :, y0] * wy0[:, None] + src[:, :, y1] * wy1[:, None]
+    out = rows[..., x0] * wx0 + rows[..., x1] * wx1
+    return round_to(out, x.dtype)
+
+
+def _resize_lower(L, x, *, size, mode):
+    R = L.R
+    if mode == "nearest":
+        y = R.image.resize2d(x, size, method="nearest_neighbor",
+                             coordinate_transformation_mode="asymmetric",
+                             rounding_method="floor")
+    elif mode == "linear":
+        y = R.image.resize2d(x, size, method="linear",
+                             coordinate_transformation_mode="half_pixel")
+    else:
+        y = R.image.resize2d(x, size, method="cubic", coordinate_transformation_mode="half_pixel",
+                             cubic_alpha=-0.75, cubic_exclude=0)
+    return y
+
+
+def _resize_emit(em, types, p, inputs):
+    return em.opr(RESIZE, {"imode": _RESIZE_MODES[p["mode"]], "format": "NCHW"},
+                  [inputs[0], _size_const(em, p["size"])])
+
+
+register(OpDef("resize", params={"size": (1, 1), "mode": "linear"},
+               eager=_resize_eager, infer=_resize_infer, lower=_resize_lower,
+               mge=MgeComposite(_resize_emit), opaque_in_optimize=True))
+
+
+# -- warp_perspective ---------------------------------------------------------------------
+def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val):
+    _image("warp_perspective", x)
+    _out_size("warp_perspective", out)
+    _border("warp_perspective", border)
+    if mat.ndim != 3 or mat.shape[1:] != (3, 3) or mat.dtype != "float32":
+        raise ShapeError(f"warp_perspective: mat must be float32 (batch, 3, 3); got {mat}")
+    if mat_idx is None:
+        if mat.shape[0] != x.shape[0]:
+            raise ShapeError(f"warp_perspective: {mat.shape[0]} matrices for {x.shape[0]} "
+                             f"images; give mat_idx to pair them otherwise")
+    elif mat_idx.ndim != 1 or mat_idx.shape[0] != mat.shape[0] or mat_idx.dtype != "int32":
+        raise ShapeError(f"warp_perspective: mat_idx must be int32 ({mat.shape[0]},); "
+                         f"got {mat_idx}")
+    return TensorType((mat.shape[0], x.shape[1]) + tuple(out), x.dtype)
+
+
+def _grid(out):
+    oh, ow = out
+    return (np.arange(ow, dtype=np.float32).reshape(1, 1, ow),
+            np.arange(oh, dtype=np.float32).reshape(1, oh, 1))
+
+
+def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val):
+    if mat_idx is not None and ((mat_idx < 0) | (mat_idx >= x.shape[0])).any():
+        raise IndexError(f"warp_perspective: mat_idx {mat_idx.tolist()} out of range for "
+                         f"{x.shape[0]} images")
+    m = mat.astype(np.float32).reshape(-1, 9, 1, 1)
+    gw, gh = _grid(out)
+    den = m[:, 6] * gw + m[:, 7] * gh + m[:, 8]
+    xs = (m[:, 0] * gw + m[:, 1] * gh + m[:, 2]) / den
+    ys = (m[:, 3] * gw + m[:, 4] * gh + m[:, 5]) / den
+    batch = np.arange(mat.shape[0]) if mat_idx is None else mat_idx.astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = sample_np(x, batch, xs, ys, border=border, border_val=border_val)
+    return round_to(y, x.dtype)
+
+
+def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val):
+    R = L.R
+    n_mat = L.types[1].shape[0]
+    gw, gh = (L.const(g, "float32") for g in _grid(out))
+    m = R.reshape(mat, (n_mat, 9, 1, 1))
+
+    def coef(i):
+        return R.reshape(R.strided_slice(m, axes=[1], begin=[i], end=[i + 1]), (n_mat, 1, 1))
+
+    def plane(i):
+        return R.add(R.add(R.multiply(coef(i), gw), R.multiply(coef(i + 1), gh)), coef(i + 2))
+
+    den = plane(6)
+    xs, ys = R.divide(plane(0), den), R.divide(plane(3), den)
+    batch = L.const(np.arange(n_mat, dtype=np.int32).reshape(-1, 1, 1), "int32") \
+        if mat_idx is None else R.reshape(mat_idx, (n_mat, 1, 1))
+    y = sample_relax(L, x, L.types[0].shape, batch, xs, ys, border=border,
+                     border_val=border_val)
+    return round_relax(L, y, L.out.dtype)
+
+
+def _warp_fields(p):
+    return {"imode": "LINEAR", "bmode": p["border"], "format": "NCHW",
+            "border_val": float(p["border_val"])}
+
+
+def _warp_emit(em, types, p, inputs):
+    return em.opr(WARP_PERSPECTIVE, _warp_fields(p), list(inputs) + [_size_const(em, p["out"])])
+
+
+register(OpDef("warp_perspective",
+               params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0},
+               eager=_warp_eager, infer=_warp_infer, lower=_warp_lower,
+               mge=MgeComposite(_warp_emit), opaque_in_optimize=True))
+
+
+# -- remap --------------------------------------------------------------------------------
+def _remap_infer(x, map_xy, *, border, scalar, nearest):
+    _image("remap", x)
+    _border("remap", border)
+    if map_xy.ndim != 4 or map_xy.shape[3] != 2 or map_xy.shape[0] != x.shape[0] or \
+            map_xy.dtype != "float32":
+        raise ShapeError(f"remap: map_xy must be float32 ({x.shape[0]}, oh, ow, 2); "
+                         f"got {map_xy}")
+    return TensorType(x.shape[:2] + map_xy.shape[1:3], x.dtype)
+
+
+def _remap_eager(x, map_xy, *, border, scalar, nearest):
+    batch = np.arange(x.shape[0])
+    y = sample_np(x, batch, map_xy[..., 0], map_xy[..., 1], border=border,
+                  border_val=scalar, nearest=nearest)
+    return round_to(y, x.dtype)
+
+
+def _remap_lower(L, x, map_xy, *, border, scalar, nearest):
+    R = L.R
+    n, oh, ow, _ = L.types[1].shape
+
+    def coord(i):
+        return R.reshape(R.strided_slice(map_xy, axes=[3], begin=[i], end=[i + 1]), (n, oh, ow))
+
+    batch = L.const(np.arange(n, dtype=np.int32).reshape(-1, 1, 1), "int32")
+    y = sample_relax(L, x, L.types[0].shape, batch, coord(0), coord(1), border=border,
+                     border_val=scalar, nearest=nearest)
+    return round_relax(L, y, L.out.dtype)
+
+
+def _remap_fields(p):
+    return {"imode": "NEAREST" if p["nearest"] else "LINEAR", "border_type": p["border"],
+            "format": "NCHW", "scalar": float(p["scalar"])}
+
+
+def _remap_decode(f):
+    return {"border": f["border_type"], "scalar": float(f["scalar"]),
+            "nearest": f["imode"] == "NEAREST"}
+
+
+register(OpDef("remap", params={"border": "REPLICATE", "scalar": 0.0, "nearest": False},
+               eager=_remap_eager, infer=_remap_infer, lower=_remap_lower,
+               mge=MgeOpr("RemapV1", "Remap", fields=_remap_fields, decode=_remap_decode),
+               opaque_in_optimize=True))

@@ -1,0 +1,229 @@
+"""Samples for the image/vision ops (resize, warp_perspective, remap, ...): references
+written pixel by pixel from MegEngine's documented semantics, in float64."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .samples import Sample, f32
+
+
+def _border(p: int, n: int, mode: str) -> int:
+    """OpenCV's borderInterpolate, step by step; -1 means "use the border value"."""
+    if 0 <= p < n:
+        return p
+    if mode == "REPLICATE":
+        return 0 if p < 0 else n - 1
+    if mode == "CONSTANT":
+        return -1
+    if mode == "WRAP":
+        while p < 0:
+            p += n
+        return p % n
+    delta = 1 if mode == "REFLECT_101" else 0
+    if n == 1:
+        return 0
+    while not 0 <= p < n:
+        p = -p - 1 + delta if p < 0 else n - 1 - (p - n) - delta
+    return p
+
+
+def _bilinear_at(img, y: float, x: float, mode: str, fill: float) -> np.ndarray:
+    """img (C, H, W); value at (y, x) from the four taps around it."""
+    h, w = img.shape[1:]
+    y0, x0 = math.floor(y), math.floor(x)
+    ay, ax = y - y0, x - x0
+    total = np.zeros(img.shape[0])
+    for dy, wy in ((0, 1 - ay), (1, ay)):
+        for dx, wx in ((0, 1 - ax), (1, ax)):
+            r, c = _border(y0 + dy, h, mode), _border(x0 + dx, w, mode)
+            tap = img[:, r, c] if r >= 0 and c >= 0 else np.full(img.shape[0], fill)
+            total += tap * wy * wx
+    return total
+
+
+def _resize_linear_ref(x, size, **_):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + tuple(size))
+    for i in range(size[0]):
+        for j in range(size[1]):
+            sy = min(max((i + 0.5) * h / size[0] - 0.5, 0), h - 1)
+            sx = min(max((j + 0.5) * w / size[1] - 0.5, 0), w - 1)
+            for b in range(n):
+                out[b, :, i, j] = _bilinear_at(x[b].astype(np.float64), sy, sx, "REPLICATE", 0)
+    return out
+
+
+def _resize_nearest_ref(x, size, **_):
+    n, c, h, w = x.shape
+    rows = [min(i * h // size[0], h - 1) for i in range(size[0])]
+    cols = [min(j * w // size[1], w - 1) for j in range(size[1])]
+    return x[:, :, rows][:, :, :, cols]
+
+
+def _keys_cubic(d: float, a: float = -0.75) -> float:
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+    if d < 2:
+        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+def _resize_cubic_ref(x, size, **_):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + tuple(size))
+    for i in range(size[0]):
+        sy = (i + 0.5) * h / size[0] - 0.5
+        for j in range(size[1]):
+            sx = (j + 0.5) * w / size[1] - 0.5
+            for ky in range(math.floor(sy) - 1, math.floor(sy) + 3):
+                for kx in range(math.floor(sx) - 1, math.floor(sx) + 3):
+                    weight = _keys_cubic(sy - ky) * _keys_cubic(sx - kx)
+                    out[:, :, i, j] += weight * x[:, :, min(max(ky, 0), h - 1),
+                                                  min(max(kx, 0), w - 1)]
+    return out
+
+
+def _warp_ref(x, mat, mat_idx=None, *, out, border="REPLICATE", border_val=0.0):
+    res = np.zeros((mat.shape[0], x.shape[1]) + tuple(out))
+    for k, m in enumerate(mat.astype(np.float64)):
+        img = x[k if mat_idx is None else mat_idx[k]].astype(np.float64)
+        for i in range(out[0]):
+            for j in range(out[1]):
+                d = m[2, 0] * j + m[2, 1] * i + m[2, 2]
+                sx = (m[0, 0] * j + m[0, 1] * i + m[0, 2]) / d
+                sy = (m[1, 0] * j + m[1, 1] * i + m[1, 2]) / d
+                res[k, :, i, j] = _bilinear_at(img, sy, sx, border, border_val)
+    return res
+
+
+def _remap_ref(x, map_xy, *, border="REPLICATE", scalar=0.0, nearest=False):
+    n, c = x.shape[:2]
+    res = np.zeros((n, c) + map_xy.shape[1:3])
+    for b in range(n):
+        img = x[b].astype(np.float64)
+        for i in range(map_xy.shape[1]):
+            for j in range(map_xy.shape[2]):
+                sx, sy = (float(v) for v in map_xy[b, i, j])
+                if nearest:
+                    r = _border(math.floor(sy + 0.5), x.shape[2], border)
+                    col = _border(math.floor(sx + 0.5), x.shape[3], border)
+                    res[b, :, i, j] = img[:, r, col] if r >= 0 and col >= 0 else scalar
+                else:
+                    res[b, :, i, j] = _bilinear_at(img, sy, sx, border, scalar)
+    return res
+
+
+def _perspective(n: int):
+    def make(rng):
+        m = np.tile(np.eye(3), (n, 1, 1))
+        m[:, :2, :2] += rng.uniform(-0.2, 0.2, size=(n, 2, 2))
+        m[:, :2, 2] = rng.uniform(-2, 2, size=(n, 2))
+        m[:, 2, :2] = rng.uniform(-0.04, 0.04, size=(n, 2))
+        return m.astype(np.float32)
+    return make
+
+
+def _u8(*shape):
+    return lambda rng: rng.integers(0, 256, size=shape).astype(np.uint8)
+
+
+def _translation(rng):
+    return np.array([[[1, 0, 1], [0, 1, 1], [0, 0, 1]]], np.float32)
+
+
+def _pick_ref(src, index, axis):
+    out = np.zeros(index.shape, src.dtype)
+    for pos in np.ndindex(*index.shape):
+        out[pos] = src[pos[:axis] + (index[pos],) + pos[axis:]]
+    return np.expand_dims(out, axis)
+
+
+def _window_ref(x, window, padding, stride, dilation):
+    n, c, h, w = x.shape
+    xp = np.zeros((n, c, h + 2 * padding[0], w + 2 * padding[1]), x.dtype)
+    xp[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w] = x
+    oh = (xp.shape[2] - dilation[0] * (window[0] - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (window[1] - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, c, oh, ow) + tuple(window), x.dtype)
+    for i, j, a, b in np.ndindex(oh, ow, *window):
+        out[:, :, i, j, a, b] = xp[:, :, i * stride[0] + a * dilation[0],
+                                   j * stride[1] + b * dilation[1]]
+    return out
+
+
+def _window_transpose_ref(x, out, window, padding, stride, dilation):
+    n, c, oh, ow = x.shape[:4]
+    img = np.zeros((n, c) + tuple(out))
+    for i, j, a, b in np.ndindex(oh, ow, *window):
+        r = i * stride[0] - padding[0] + a * dilation[0]
+        q = j * stride[1] - padding[1] + b * dilation[1]
+        if 0 <= r < out[0] and 0 <= q < out[1]:
+            img[:, :, r, q] += x[:, :, i, j, a, b]
+    return img
+
+
+_WINDOW = {"window": (3, 2), "padding": (1, 2), "stride": (2, 1), "dilation": (1, 3)}
+
+
+SAMPLES = [
+    Sample("indexing_one_hot", lambda rng: [f32(3, 4, 5)(rng),
+                                            rng.integers(0, 4, (3, 5)).astype(np.int32)],
+           {"axis": 1}, ref=_pick_ref),
+    Sample("indexing_one_hot", lambda rng: [f32(6, 3)(rng),
+                                            rng.integers(0, 3, (6,)).astype(np.int32)],
+           {"axis": 1}, ref=_pick_ref, tag="2d"),
+    Sample("one_hot", lambda rng: [rng.integers(0, 5, (2, 4)).astype(np.int32)],
+           {"num_classes": 5}, ref=lambda i, num_classes: np.eye(num_classes, dtype=i.dtype)[i]),
+    Sample("sliding_window", lambda rng: [f32(2, 3, 7, 8)(rng)], _WINDOW, ref=_window_ref),
+    Sample("sliding_window", lambda rng: [f32(1, 2, 5, 5)(rng)],
+           {"window": (3, 3), "padding": (0, 0), "stride": (1, 1), "dilation": (1, 1)},
+           ref=_window_ref, tag="plain"),
+    Sample("sliding_window_transpose", lambda rng: [f32(2, 3, 4, 9, 3, 2)(rng)],
+           {"out": (7, 8), **_WINDOW}, ref=_window_transpose_ref),
+
+    Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)], {"size": (7, 3), "mode": "linear"},
+           ref=_resize_linear_ref, tag="linear"),
+    Sample("resize", lambda rng: [f32(2, 1, 6, 3)(rng)], {"size": (4, 8), "mode": "linear"},
+           ref=_resize_linear_ref, tag="linear-mixed"),
+    Sample("resize", lambda rng: [f32(1, 2, 3, 4)(rng)], {"size": (6, 8), "mode": "nearest"},
+           ref=_resize_nearest_ref, tag="nearest-x2"),
+    Sample("resize", lambda rng: [f32(1, 2, 5, 6)(rng)], {"size": (3, 4), "mode": "nearest"},
+           ref=_resize_nearest_ref, tag="nearest-down"),
+    Sample("resize", lambda rng: [f32(1, 2, 4, 5)(rng)], {"size": (7, 9), "mode": "cubic"},
+           ref=_resize_cubic_ref, tag="cubic-up"),
+    Sample("resize", lambda rng: [f32(1, 1, 7, 6)(rng)], {"size": (3, 4), "mode": "cubic"},
+           ref=_resize_cubic_ref, tag="cubic-down"),
+    Sample("warp_perspective", lambda rng: [f32(2, 3, 5, 6)(rng), _perspective(2)(rng)],
+           {"out": (4, 7)}, ref=_warp_ref, tag="replicate"),
+    *[Sample("warp_perspective", lambda rng: [f32(1, 2, 5, 4)(rng), _perspective(1)(rng)],
+             {"out": (6, 5), "border": mode, "border_val": 0.25},
+             ref=_warp_ref, tag=mode.lower())
+      for mode in ("CONSTANT", "REFLECT", "REFLECT_101", "WRAP")],
+    Sample("warp_perspective", lambda rng: [f32(2, 2, 4, 4)(rng), _perspective(3)(rng),
+                                            np.array([1, 0, 1], np.int32)],
+           {"out": (3, 5)}, ref=_warp_ref, tag="mat_idx"),
+    Sample("warp_perspective", lambda rng: [_u8(1, 1, 4, 4)(rng), _translation(rng)],
+           {"out": (2, 2)}, ref=lambda x, m, out, **p: x[:, :, 1:3, 1:3], tag="uint8"),
+    Sample("remap", lambda rng: [f32(2, 3, 4, 5)(rng), f32(2, 3, 6, 2, lo=-2, hi=6)(rng)],
+           {}, ref=_remap_ref, tag="replicate"),
+    *[Sample("remap", lambda rng: [f32(1, 2, 4, 5)(rng), f32(1, 3, 4, 2, lo=-3, hi=7)(rng)],
+             {"border": mode, "scalar": 0.5}, ref=_remap_ref, tag=mode.lower())
+      for mode in ("CONSTANT", "REFLECT", "REFLECT_101", "WRAP")],
+    Sample("remap", lambda rng: [f32(1, 2, 4, 5)(rng), f32(1, 3, 4, 2, lo=-1, hi=5)(rng)],
+           {"nearest": True}, ref=_remap_ref, tag="nearest"),
+]
+
+BAD = [
+    ("sliding_window", [(1, 2, 3)], {}, "ShapeError", "4-d"),
+    ("sliding_window", [(1, 2, 2, 2)], {"window": (3, 3)}, "ShapeError", "does not fit"),
+    ("sliding_window_transpose", [(1, 2, 3, 3, 3, 3)], {"out": (6, 6)}, "ShapeError",
+     "does not match"),
+    ("resize", [(1, 2, 3)], {"size": (2, 2)}, "ShapeError", "4-d"),
+    ("resize", [(1, 2, 3, 4)], {"size": (0, 2)}, "ShapeError", "positive"),
+    ("warp_perspective", [(1, 2, 3, 4), (1, 2, 3)], {"out": (2, 2)}, "ShapeError", "(batch, 3, 3)"),
+    ("warp_perspective", [(2, 2, 3, 4), (3, 3, 3)], {"out": (2, 2)}, "ShapeError", "mat_idx"),
+    ("remap", [(1, 2, 3, 4), (1, 5, 5, 3)], {}, "ShapeError", "map_xy"),
+]

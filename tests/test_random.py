@@ -1,0 +1,147 @@
+"""megtrace.random: MegEngine 1.13's signatures and defaults, deterministic given the
+seed, plausible distributions, and new numbers on every run of a traced function."""
+import io
+
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.random as R
+from megtrace.jit import exclude_from_trace, trace
+
+
+def test_seed_makes_draws_repeat():
+    R.seed(11)
+    a = [R.uniform(size=(3, 4)).numpy(), R.normal(size=(5,)).numpy()]
+    R.seed(11)
+    b = [R.uniform(size=(3, 4)).numpy(), R.normal(size=(5,)).numpy()]
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(R.uniform(size=(3, 4)).numpy(), a[0])
+
+
+def test_defaults_and_shapes():
+    assert R.uniform().shape == (1,) and R.normal().shape == (1,)
+    assert R.uniform(size=[10, 10]).shape == (10, 10)
+    assert R.gamma(2.0, size=(3,)).shape == (3,)
+    assert R.beta(mge.tensor([1.0, 2.0]), 3.0, size=(4,)).shape == (4, 2)
+    assert R.poisson(mge.tensor([[1.0], [2.0]]), size=(5,)).shape == (5, 2, 1)
+    with pytest.raises(AssertionError, match="low >= high"):
+        R.uniform(1, 1)
+
+
+def test_distributions_look_right():
+    R.seed(0)
+    u = R.uniform(2, 5, size=(20000,)).numpy()
+    assert u.min() >= 2 and u.max() < 5 and abs(u.mean() - 3.5) < 0.05
+    n = R.normal(1.0, 3.0, size=(20000,)).numpy()
+    assert abs(n.mean() - 1.0) < 0.1 and abs(n.std() - 3.0) < 0.1
+    g = R.gamma(2.0, 1.5, size=(20000,)).numpy()
+    assert abs(g.mean() - 3.0) < 0.1
+    b = R.beta(2.0, 6.0, size=(20000,)).numpy()
+    assert abs(b.mean() - 0.25) < 0.01
+    p = R.poisson(4.0, size=(20000,)).numpy()
+    assert abs(p.mean() - 4.0) < 0.1 and np.all(p == np.round(p))
+
+
+def test_permutation_and_shuffle():
+    p = R.permutation(10)
+    assert p.dtype == np.int32 and sorted(p.numpy().tolist()) == list(range(10))
+    assert R.permutation(5, dtype="float32").dtype == np.float32
+    x = mge.tensor(np.arange(12).reshape(6, 2))
+    rows = R.permutation(x).numpy()
+    assert sorted(map(tuple, rows)) == sorted(map(tuple, x.numpy()))
+    R.shuffle(x)
+    assert sorted(map(tuple, x.numpy())) == [(2 * i, 2 * i + 1) for i in range(6)]
+
+
+def test_rng_objects_have_their_own_streams():
+    a, b = R.RNG(seed=5), R.RNG(seed=5)
+    np.testing.assert_array_equal(a.uniform(size=(4,)).numpy(), b.uniform(size=(4,)).numpy())
+    np.testing.assert_array_equal(a.normal(size=(4,)).numpy(), b.normal(size=(4,)).numpy())
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("without_host", [False, True])
+def test_traced_draws_are_new_every_call(symbolic, without_host):
+    @trace(symbolic=symbolic, without_host=without_host)
+    def f(x):
+        return x + R.uniform(size=(64,)) + R.normal(size=(64,))
+
+    x = mge.tensor(np.zeros(64, np.float32))
+    runs = [f(x).numpy() for _ in range(4)]
+    for i in range(4):
+        for j in range(i):
+            assert not np.allclose(runs[i], runs[j])
+    assert all(abs(r.mean() - 0.5) < 0.5 for r in runs)
+
+
+def test_traced_run_matches_eager_for_the_same_seed():
+    def body():
+        return R.normal(2.0, 0.5, size=(3, 3)) * R.uniform(size=(3, 3))
+
+    f = trace(body, symbolic=True)
+    R.seed(99)
+    f()
+    traced = f().numpy()               # the second draw, from the compiled graph
+    R.seed(99)
+    body()
+    np.testing.assert_allclose(traced, body().numpy(), rtol=1e-5)
+
+
+def test_eager_only_generators_are_refused_by_compile_and_dump():
+    f = trace(lambda: R.gamma(2.0, size=(2,)), record_only=True)
+    f()
+    with pytest.raises(mge.UnsupportedOpError, match="rng_gamma"):
+        f.dump(io.BytesIO())
+    g = trace(lambda: R.poisson(2.0, size=(2,)), symbolic=True)
+    with pytest.raises(mge.UnsupportedOpError, match="rng_poisson"):
+        g()
+
+
+def test_eager_only_generators_inside_exclude_from_trace():
+    @trace
+    def f(x):
+        with exclude_from_trace():
+            noise = R.gamma(2.0, size=(3,))
+        return x + noise
+
+    out = [f(mge.tensor(np.zeros(3, np.float32))).numpy() for _ in range(3)]
+    assert not np.allclose(out[1], out[2]) and np.all(out[2] > 0)
+
+
+def _seed7_function():
+    R.seed(7)
+
+    @trace(symbolic=True, capture_as_const=True)
+    def f(x):
+        return x + R.uniform(size=(3,)) + R.normal(1.0, 2.0, size=(3,))
+
+    f(mge.tensor(np.zeros(3, np.float32)))
+    return f
+
+
+def test_dump_writes_megengines_rng_oprs(tmp_path):
+    from fbs.reader import read_model
+    path = tmp_path / "rng.mge"
+    with pytest.warns(UserWarning, match="optimize_for_inference skipped"):
+        _seed7_function().dump(path, arg_names=["x"])
+    params = [p for o in read_model(path.read_bytes()).oprs for p in o.params
+              if p[0].endswith("RNG")]
+    assert params == [("UniformRNG", {"seed": 7, "dtype": "Float32"}),
+                      ("GaussianRNG", {"seed": 7, "mean": 1.0, "std": 2.0, "dtype": "Float32"})]
+
+
+@pytest.mark.lite
+def test_lite_draws_what_megengines_own_dump_draws(lite, tmp_path):
+    """Same seed, same oprs: MegEngine Lite computes the same numbers from our file as
+    from MegEngine's (tests/data/make_megengine_rng_dump.py)."""
+    from pathlib import Path
+    path = tmp_path / "rng.mge"
+    _seed7_function().dump(path, arg_names=["x"], optimize_for_inference=False)
+    x = {"x": np.full(3, 10.0, np.float32)}
+    ours = lite.run_model(path, x)
+    theirs = lite.run_model(Path(__file__).parent / "data" / "megengine_rng_seed7.mge", x)
+    (a,), (b,) = ours.values(), theirs.values()
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (3,) and not np.allclose(a, 10.0)
