@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from megtrace.errors import FormatError, UnsupportedOpError
+from megtrace.errors import FormatError, UnsupportedModelError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 
@@ -64,6 +64,33 @@ def _hint(opr: Opr) -> str:
     return opr.name or opr.type
 
 
+# Param fields whose other values megtrace does not compute (the ops assume NCHW,
+# cross-correlation, BatchNorm over channels, ...): a file using them is refused rather
+# than run differently from MegEngine. Every other field a rule reads is implemented.
+SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
+    "Convolution": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",)},
+    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",),
+                 "nonlineMode": ("IDENTITY", "RELU", "SIGMOID")},
+    "Pooling": {"format": ("NCHW",)},
+    "AdaptivePooling": {"format": ("NCHW",)},
+    "MatrixMul": {"format": ("DEFAULT",)},
+    "BN": {"param_dim": ("DIM_1C11",), "fwd_mode": ("INFERENCE",)},
+    "Reduce": {"data_type": (0, 2)},            # DEFAULT, FLOAT_O32xC32
+    "Cumsum": {"exclusive": (False,), "reverse": (False,)},
+    "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
+}
+
+
+def check_params(opr: Opr) -> None:
+    """Refuse an opr whose params ask for something megtrace does not compute."""
+    for table, fields in opr.params:
+        for name, allowed in SUPPORTED_VALUES.get(table, {}).items():
+            if name in fields and fields[name] not in allowed:
+                raise UnsupportedModelError(
+                    f"{opr.type}: param {table}.{name}={fields[name]!r} is not supported "
+                    f"(megtrace computes {name} in {', '.join(map(repr, allowed))} only)")
+
+
 def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
     """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
     A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
@@ -96,6 +123,7 @@ def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
             raise FormatError(f"{opr.type}: input id {e.args[0]} is not defined before it") from None
         if any(v is None for v in ins):
             raise FormatError(f"{opr.type}: uses an output that megtrace does not model")
+        check_params(opr)
         outs = RULES.get(opr.type, _generic)(g, opr, ins, input_types or {})
         if len(outs) != len(opr.outputs):
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
@@ -421,3 +449,12 @@ def _dot(g, opr, ins, _):
     """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
     (y,) = g.add_node(get("dot"), ins, {}, _hint(opr))
     return list(g.add_node(get("reshape"), [y], {"shape": (1,)}, _hint(opr)))
+
+
+@rule("IndexingSetOneHot")
+def _set_one_hot(g, opr, ins, _):
+    """data with value written at index along axis (F.one_hot writes it on zeros)."""
+    data, index, value = ins
+    axis = int(_fields(opr).get("axis", 0))
+    (at,) = g.add_node(get("expand_dims"), [index], {"axis": (axis,)}, _hint(opr))
+    return list(g.add_node(get("scatter"), [data, at, value], {"axis": axis}, _hint(opr)))

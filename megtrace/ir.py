@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # Constant nodes are folded at build time unless their result is larger than this many
 # elements (a corrupt model file must not make the loader allocate gigabytes).
 FOLD_LIMIT = 1 << 24
+# MegEngine's and TVM's kernels index one dimension with a signed 32-bit integer.
+MAX_DIM = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class TensorType:
         object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
         if any(d < 0 for d in self.shape):
             raise ShapeError(f"TensorType: negative dimension in shape {self.shape}")
+        if any(d > MAX_DIM for d in self.shape):
+            raise ShapeError(f"TensorType: dimension larger than {MAX_DIM} in shape "
+                             f"{self.shape}")
 
     @property
     def ndim(self) -> int:
@@ -174,6 +179,17 @@ class Graph:
             remap.update(zip(node.outputs, outs))
         new.set_outputs([remap.get(v, v) for v in self.outputs], self.output_names)
         return new.prune()
+
+    def without_shape_inputs(self) -> "Graph":
+        """The same computation with static shapes only: nodes drop their shape inputs
+        (OpDef.shape_input; the `shape` param already states them for these input types)
+        and the shape arithmetic that fed them is pruned; every other Var is kept. What TVM
+        compiles."""
+        nodes = [Node(n.op, n.inputs[:-1], n.params, n.outputs)
+                 if n.op.has_shape_input(len(n.inputs)) else n for n in self.nodes]
+        g = Graph(list(self.inputs), dict(self.consts), nodes, [], list(self.input_names))
+        g.set_outputs(self.outputs, self.output_names)
+        return g.prune()
 
     def verify(self) -> None:
         """Re-check SSA form, topological order and every node's shape rule."""

@@ -80,3 +80,8 @@ def test_roll_repeat_tile_split_in_lite(lite, rng, tmp_path):
     _check_in_lite(lite, tmp_path, lambda a: (
         F.roll(a, (1, -2), (0, 1)), F.roll(a, 4), F.repeat(a, 2, axis=1), F.tile(a, (2, 1, 2)),
         *F.split(a, 3, axis=1), F.swapaxes(a, 0, 1)), x)
+
+
+def test_matinv_in_lite(lite, rng, tmp_path):
+    x = (rng.uniform(0, 1, size=(2, 3, 3)) + 3 * np.eye(3)).astype(np.float32)
+    _check_in_lite(lite, tmp_path, lambda a: F.matinv(a), x, tol=1e-4)

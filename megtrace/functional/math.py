@@ -10,8 +10,8 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
 from .reduction import max as _max, sum as _sum
-from .tensor_ops import reshape
-from .elemwise import exp, log, sub, add
+from .tensor_ops import expand_dims, reshape, squeeze
+from .elemwise import add, exp, log, maximum, minimum, sub
 
 __all__ = ["argmax", "argmin", "topk", "cumsum", "clip", "logsumexp", "equal", "not_equal",
            "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
@@ -21,9 +21,14 @@ __all__ = ["argmax", "argmin", "topk", "cumsum", "clip", "logsumexp", "equal", "
 def _arg(mode: str, inp: Tensor, axis, keepdims: bool) -> Tensor:
     x = require_tensor(f"arg{mode}", inp)
     if axis is None:
+        assert not keepdims, "can not set axis=None and keepdims=True"
         return apply("arg_reduce", reshape(x, (-1,)), mode=mode, axis=0, keepdims=False)
     if isinstance(axis, (list, tuple)):
-        raise ValueError(f"arg{mode}: axis must be an int or None; got {axis!r}")
+        # MegEngine 1.13 reduces the axes one after another, the last first: each later
+        # step takes the arg of the previous step's indices
+        for a in sorted({int(a) % x.ndim for a in axis}, reverse=True):
+            x = apply("arg_reduce", x, mode=mode, axis=a, keepdims=bool(keepdims))
+        return x
     return apply("arg_reduce", x, mode=mode, axis=int(axis), keepdims=bool(keepdims))
 
 
@@ -43,7 +48,6 @@ def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
     or 2-d tensor and their int32 indices; MegEngine 1.13 defaults to descending, and a k
     beyond the axis length gives the whole axis. `kth_only` gives the k-th value and the
     index of its first occurrence; `no_sort` allows any order (here they come sorted)."""
-    from .tensor_ops import expand_dims, squeeze
     x = require_tensor("topk", inp)
     k = min(int(k), x.shape[-1]) if x.ndim else int(k)
     rows = expand_dims(x, 0) if x.ndim == 1 else x
@@ -74,7 +78,6 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
             (lower is None or upper is None or lower <= upper):
         return apply("clip", x, lower=None if lower is None else float(lower),
                      upper=None if upper is None else float(upper))
-    from .elemwise import maximum, minimum
     out = x if lower is None else maximum(x, lower)
     return out if upper is None else minimum(out, upper)
 
