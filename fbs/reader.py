@@ -132,8 +132,15 @@ def _read(buf: bytes) -> ModelFile:
     model = Model.Model.GetRootAs(buf, 4)
     if model.OprsIsNone():
         raise FormatError("corrupt model: the Model table has no oprs (a required field)")
-    oprs = [_read_opr(model.Oprs(i), buf, chk)
-            for i in range(chk.vec("oprs", model.OprsLength(), 4))]
+    oprs, seen = [], set()
+    for i in range(chk.vec("oprs", model.OprsLength(), 4)):
+        op = model.Oprs(i)
+        # Every opr is its own table; a file that points many entries at one table
+        # would make a tiny file cost as much as a huge one to load.
+        if op._tab.Pos in seen:
+            raise FormatError(f"corrupt model: opr {i} reuses the table of an earlier opr")
+        seen.add(op._tab.Pos)
+        oprs.append(_read_opr(op, buf, chk))
     names = {}
     for i in range(chk.vec("middle_tensors", model.MiddleTensorsLength(), 4)):
         name = model.MiddleTensors(i).Name()

@@ -74,8 +74,12 @@ def _read(buf: bytes) -> ModelFile:
     cursor = data_start
     oprs, names, next_id = [], {}, 0
     members = tables.union_members()
+    seen: set[int] = set()
     for i in range(chk.vec("oprs", graph.OprsLength(), 4)):
         op = graph.Oprs(i)
+        if op._tab.Pos in seen:      # see reader._read: one table per opr
+            raise FormatError(f"corrupt model: opr {i} reuses the table of an earlier opr")
+        seen.add(op._tab.Pos)
         type_name = name_of_v1(op.TypeId())
         if type_name is None:
             raise FormatError(f"unknown operator type_id {op.TypeId()} in FBS model")

@@ -109,6 +109,10 @@ def read(table: str, buf: bytes, pos: int) -> dict[str, Any]:
         if f.type.startswith("["):
             elem = f.type[1:-1]
             n = getattr(obj, f"{f.accessor}Length")()
+            least = len(schema().structs[elem]) if elem in schema().structs else 4
+            if n < 0 or n * least > len(buf):    # checked before a single item is read
+                raise FormatError(f"corrupt model: {table}.{f.name} declares {n} items, more "
+                                  f"than the {len(buf)}-byte file can hold")
             items = [getattr(obj, f.accessor)(i) for i in range(n)]
             if elem in schema().structs:
                 items = [{m.name: _enum_name(m.type, getattr(it, m.accessor)())

@@ -55,7 +55,8 @@ def read_container(buf: bytes) -> tuple[ModelFile, list[dict[str, np.ndarray]]]:
     for i in range(count):
         case_bytes, pos = _take_model(buf, pos)
         case = read_model(case_bytes)
-        values = [o.tensors[0].data for o in case.oprs if o.type == "SharedDeviceTensor"]
+        values = [o.tensors[0].data if o.tensors else None
+                  for o in case.oprs if o.type == "SharedDeviceTensor"]
         if len(values) != len(names) or any(v is None for v in values):
             raise FormatError(f"mgbtest0: testcase {i} holds {len(values)} tensors, the model "
                               f"has {len(names)} inputs")

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from megtrace.errors import FormatError, UnsupportedOpError
+from megtrace.errors import FormatError, UnsupportedModelError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 
@@ -64,6 +64,33 @@ def _hint(opr: Opr) -> str:
     return opr.name or opr.type
 
 
+# Param fields whose other values megtrace does not compute (the ops assume NCHW,
+# cross-correlation, BatchNorm over channels, ...): a file using them is refused rather
+# than run differently from MegEngine. Every other field a rule reads is implemented.
+SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
+    "Convolution": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",)},
+    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",),
+                 "nonlineMode": ("IDENTITY", "RELU", "SIGMOID")},
+    "Pooling": {"format": ("NCHW",)},
+    "AdaptivePooling": {"format": ("NCHW",)},
+    "MatrixMul": {"format": ("DEFAULT",)},
+    "BN": {"param_dim": ("DIM_1C11",), "fwd_mode": ("INFERENCE",)},
+    "Reduce": {"data_type": (0, 2)},            # DEFAULT, FLOAT_O32xC32
+    "Cumsum": {"exclusive": (False,), "reverse": (False,)},
+    "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
+}
+
+
+def check_params(opr: Opr) -> None:
+    """Refuse an opr whose params ask for something megtrace does not compute."""
+    for table, fields in opr.params:
+        for name, allowed in SUPPORTED_VALUES.get(table, {}).items():
+            if name in fields and fields[name] not in allowed:
+                raise UnsupportedModelError(
+                    f"{opr.type}: param {table}.{name}={fields[name]!r} is not supported "
+                    f"(megtrace computes {name} in {', '.join(map(repr, allowed))} only)")
+
+
 def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
     """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
     A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
@@ -96,6 +123,7 @@ def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
             raise FormatError(f"{opr.type}: input id {e.args[0]} is not defined before it") from None
         if any(v is None for v in ins):
             raise FormatError(f"{opr.type}: uses an output that megtrace does not model")
+        check_params(opr)
         outs = RULES.get(opr.type, _generic)(g, opr, ins, input_types or {})
         if len(outs) != len(opr.outputs):
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
@@ -149,6 +177,9 @@ def _bin(g, name, a, b, hint):
     return g.add_node(get(name), [a, b], {}, hint)[0]
 
 
+_COMPARE = {"LT": "lt", "LEQ": "le", "EQ": "eq"}
+
+
 @rule("Elemwise")
 def _elemwise(g, opr, ins, shapes):
     mode = _fields(opr).get("mode")
@@ -161,6 +192,13 @@ def _elemwise(g, opr, ins, shapes):
         zero = g.add_const(np.zeros((), x.type.dtype))
         return [_bin(g, "add", _bin(g, "maximum", x, zero, hint),
                      _bin(g, "mul", _bin(g, "minimum", x, zero, hint), slope, hint), hint)]
+    if mode == "EQ" and ins[0] is ins[1] and ins[0].type.dtype in ("float32", "float16"):
+        # x == x is MegEngine's NaN test (how it dumps isnan); TVM would fold it to true
+        flag = _un(g, "logical_not", _un(g, "isnan", ins[0], hint), hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
+    if mode in _COMPARE:        # MegEngine compares in the operands' dtype (0/1 values)
+        (flag,) = g.add_node(get(_COMPARE[mode]), ins, {}, hint)
+        return list(g.add_node(get("astype"), [flag], {"dtype": ins[0].type.dtype}, hint))
     if mode == "CLIP":
         return [_bin(g, "minimum", _bin(g, "maximum", ins[0], ins[1], hint), ins[2], hint)]
     if mode == "SWITCH_GT0":     # (x > 0) * y
@@ -353,7 +391,9 @@ def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
     if f.get("mode") == "KTH_ONLY":
-        raise UnsupportedOpError("TopK KTH_ONLY is not supported")
+        (value,) = g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
+                              _hint(opr))
+        return [value] + [None] * (len(opr.outputs) - 1)
     # MegEngine's TopK is ascending for positive k; a negative k asks for the largest.
     values, indices = g.add_node(get("topk"), ins[:1], {"k": abs(k), "descending": k < 0},
                                  _hint(opr))
@@ -413,3 +453,10 @@ def _arg(g, opr, ins, _):
     return list(g.add_node(get("arg_reduce"), ins[:1], {"mode": mode,
                                                        "axis": _fields(opr).get("axis", 0),
                                                        "keepdims": True}, _hint(opr)))
+
+
+@rule("Dot")
+def _dot(g, opr, ins, _):
+    """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
+    (y,) = g.add_node(get("dot"), ins, {}, _hint(opr))
+    return list(g.add_node(get("reshape"), [y], {"shape": (1,)}, _hint(opr)))

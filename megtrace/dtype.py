@@ -32,6 +32,14 @@ _TABLE = [
 BY_NAME = {d.name: d for d in _TABLE}
 BY_MGE_ENUM = {d.mge_enum: d for d in _TABLE}
 
+
+def from_mge_enum(value: int | str) -> DTypeInfo:
+    """A DTypeEnum given by number or by its schema name ("Int32", "Float16", "Bool")."""
+    found = BY_MGE_ENUM.get(value) if isinstance(value, int) else BY_NAME.get(str(value).lower())
+    if found is None:
+        raise DTypeError(f"MegEngine dtype {value!r} is not supported by megtrace")
+    return found
+
 float32, int32, uint8, int8, int16, float16, bool_ = (
     "float32", "int32", "uint8", "int8", "int16", "float16", "bool")
 

@@ -57,3 +57,8 @@ class CompileError(MegtraceError, RuntimeError):
 
 class UnsupportedModelError(FormatError, UnsupportedOpError):
     """A model file that uses an operator or a parameter megtrace cannot run."""
+
+
+class OptimizationSkippedWarning(UserWarning):
+    """trace.dump wrote a graph unoptimized because optimize_for_inference failed on it
+    (the test suite turns this into an error: every op must survive the round trip)."""

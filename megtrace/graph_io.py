@@ -40,15 +40,29 @@ class LoadedGraph:
         self.metadata = model.metadata
 
     def _graph_for(self, types: dict[str, TensorType]) -> Graph:
+        """The graph for these input types. A failure with the file's own shapes is the
+        file's fault (FormatError); once those work, a failure with the caller's shapes
+        is the caller's (ShapeError naming the inputs)."""
         from fbs.to_graph import build_graph
         try:
-            return build_graph(self._model, types)
+            graph = build_graph(self._model, types)
         except (FormatError, MemoryError):
             raise
         except UnsupportedOpError as e:
             raise UnsupportedModelError(str(e)) from e
         except (MegtraceError, ValueError, TypeError, KeyError, IndexError) as e:
+            given = {n: t.shape for n, t in types.items()
+                     if t.shape != self._file_shapes().get(n)}
+            if given and hasattr(self, "graph"):
+                raise ShapeError(
+                    f"input shape(s) {given} do not fit the model (dumped for "
+                    f"{self._file_shapes()}): {e}") from e
             raise FormatError(f"inconsistent model: {type(e).__name__}: {e}") from e
+        _check_value_sizes(graph)
+        return graph
+
+    def _file_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {i.name: tuple(i.shape) for i in self.inputs}
 
     def _feed(self, args, named) -> list[np.ndarray]:
         if len(args) > len(self.inputs):
@@ -58,6 +72,8 @@ class LoadedGraph:
         for k, v in named.items():
             if k not in {i.name for i in self.inputs}:
                 raise ValueError(f"unknown input {k!r}; inputs are {[i.name for i in self.inputs]}")
+            if k in feed:
+                raise ValueError(f"input {k!r} is given both by position and by name")
             feed[k] = v
         arrays = []
         for info in self.inputs:
@@ -157,6 +173,23 @@ class LoadedGraph:
     def __repr__(self) -> str:
         ins = ", ".join(f"{i.name}: {TensorType(i.shape, i.dtype)}" for i in self.inputs)
         return f"LoadedGraph(inputs=[{ins}], outputs={self.output_names})"
+
+
+# The largest value a loaded model may compute: a file of a few bytes can ask for a
+# broadcast to any shape, and must be refused before anything is allocated or compiled.
+MAX_VALUE_BYTES_DEFAULT = 1 << 30
+
+
+def _check_value_sizes(graph: Graph) -> None:
+    limit = int(os.environ.get("MEGTRACE_MAX_VALUE_BYTES", MAX_VALUE_BYTES_DEFAULT))
+    for node in graph.nodes:
+        for var in node.outputs:
+            nbytes = var.type.size * np.dtype(var.type.dtype).itemsize
+            if nbytes > limit:
+                raise UnsupportedModelError(
+                    f"{node.op.name}: its result {var.type} would take {nbytes} bytes, more "
+                    f"than the {limit} a loaded model may use per value (set "
+                    "MEGTRACE_MAX_VALUE_BYTES to allow more)")
 
 
 def load_graph(path_or_file, target: Any = None) -> LoadedGraph:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # Constant nodes are folded at build time unless their result is larger than this many
 # elements (a corrupt model file must not make the loader allocate gigabytes).
 FOLD_LIMIT = 1 << 24
+# MegEngine's and TVM's kernels index one dimension with a signed 32-bit integer.
+MAX_DIM = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class TensorType:
         object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
         if any(d < 0 for d in self.shape):
             raise ShapeError(f"TensorType: negative dimension in shape {self.shape}")
+        if any(d > MAX_DIM for d in self.shape):
+            raise ShapeError(f"TensorType: dimension larger than {MAX_DIM} in shape "
+                             f"{self.shape}")
 
     @property
     def ndim(self) -> int:

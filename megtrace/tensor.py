@@ -44,6 +44,8 @@ class Tensor:
             return self
         if isinstance(data, Tensor):
             self._share(data, dtype, device)
+            if data._var is None:        # an eager value: inside a trace, a constant
+                _created_in_trace(self)
             return self
         if data is None:
             raise TypeError("Tensor: data must be a Tensor, an array, a list or a number; "
@@ -53,15 +55,14 @@ class Tensor:
             dtype = "float32" if arr.dtype.kind == "f" else None
         self._value = _dt.as_array(data, dtype)
         self._device = _device.as_device(device)
-        from .dispatch import active_recorder
-        rec = active_recorder()
-        if rec is not None:
-            rec.created(self)
+        _created_in_trace(self)
         return self
 
     def __init__(self, data: Any = _NO_DATA, dtype: Any = None, device: Any = None,
                  is_const: bool = False, no_cache: bool = False, name: str | None = None,
                  format: str = "default"):
+        if data is _NO_DATA:
+            raise TypeError("Tensor.__init__() missing 1 required positional argument: 'data'")
         if name is not None:
             self._name = name
 
@@ -284,6 +285,14 @@ class Tensor:
     def flatten(self, start_axis: int = 0, end_axis: int = -1) -> "Tensor":
         from . import functional as F
         return F.flatten(self, start_axis, end_axis)
+
+
+def _created_in_trace(t: Tensor) -> None:
+    """Tensors made inside a traced function are constants of its graph (MegEngine: Const)."""
+    from .dispatch import active_recorder
+    rec = active_recorder()
+    if rec is not None:
+        rec.created(t)
 
 
 def _check_format(format: str) -> str:

@@ -80,9 +80,10 @@ class CompiledGraph:
 
 @dataclass
 class InterpretedGraph:
-    """A graph with 0-size values, run by megtrace's NumPy interpreter: TVM cannot hold
-    them (0-size constants do not load back from an executable, DLPack refuses 0-size
-    NumPy buffers, Relax reshape reads a 0 in a target shape as "keep that axis")."""
+    """A graph with 0-size values or ops without a Relax lowering, run by megtrace's NumPy
+    interpreter: TVM cannot hold 0-size values (0-size constants do not load back from an
+    executable, DLPack refuses 0-size NumPy buffers, Relax reshape reads a 0 in a target
+    shape as "keep that axis"), and Relax has no matrix inverse or SVD."""
 
     graph: Graph
     target: Any
@@ -102,6 +103,12 @@ def has_empty_values(graph: Graph) -> bool:
     return any(v.type.size == 0 for v in graph.inputs) or \
         any(v.type.size == 0 for v in graph.consts) or \
         any(v.type.size == 0 for n in graph.nodes for v in n.outputs)
+
+
+def has_unlowered_ops(graph: Graph) -> bool:
+    """Whether `graph` uses an op Relax cannot express (matinv, svd): such graphs run on
+    the NumPy interpreter, like graphs with 0-size values."""
+    return any(n.op.lower is None for n in graph.nodes)
 
 
 def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
@@ -142,7 +149,7 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     """
     tgt = resolve(target)
     options = options or BuildOptions()
-    if has_empty_values(graph):
+    if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)
     if not 0 <= options.opt_level <= 3:
         raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")

@@ -36,8 +36,12 @@ class _Named:
 
 def to_relax_for_inference(graph: Graph, kept: dict | None = None) -> tuple:
     """Like lower.to_relax, but BatchNorm as R.nn.batch_norm so TVM can fold it; also
-    returns Relax variable name -> node name. Nodes of `opaque_in_optimize` ops become
-    opaque calls named by their key in `kept` (which lift turns back into the node)."""
+    returns Relax variable name -> node name. A node TVM's passes may rewrite only if
+    its lowering lifts back as the same single op (`_lifts_as_itself`); every other
+    node -- `opaque_in_optimize` ops, ops lowered to several Relax ops (hswish, log1p:
+    lifted they would be written as several oprs instead of one), ops lift.py has no
+    converter for -- becomes an opaque call named by its key in `kept`, which lift turns
+    back into the node. Nodes of constants only are computed here (eagerly)."""
     rx = relax()
     bb = rx.BlockBuilder()
     names: dict[str, str] = {}
@@ -45,31 +49,76 @@ def to_relax_for_inference(graph: Graph, kept: dict | None = None) -> tuple:
     params = [rx.Var(f"in{i}", rx.TensorType(v.type.shape, v.type.dtype))
               for i, v in enumerate(graph.inputs)]
     env = dict(zip(graph.inputs, params))
+    consts = dict(graph.consts)
     bn = get("batch_norm")
+    probes: dict = {}
     with bb.function("main", params):
         with bb.dataflow():
             for var, value in graph.consts.items():
                 env[var] = rx.const(value, var.type.dtype)
             for node in graph.nodes:
                 args = [env[v] for v in node.inputs]
-                if node.op is bn and all(v in graph.consts for v in node.inputs[1:]):
+                if node.inputs and all(v in consts for v in node.inputs) and \
+                        not node.op.opaque_in_optimize:
+                    values = node.op.run_eager([consts[v] for v in node.inputs],
+                                               dict(node.kwargs))
+                    for var, value in zip(node.outputs, values):
+                        consts[var] = np.asarray(value, var.type.dtype)
+                        env[var] = rx.const(consts[var], var.type.dtype)
+                elif node.op is bn and all(v in graph.consts for v in node.inputs[1:]):
                     x, w, b, m, v = node.inputs
                     flat = [rx.const(graph.consts[t].reshape(-1), t.type.dtype) for t in (w, b, m, v)]
                     out = bb.emit(rx.op.nn.batch_norm(args[0], *flat, axis=1,
                                                       epsilon=node.kwargs["eps"],
                                                       training=False))
                     env[node.outputs[0]] = bb.emit(rx.TupleGetItem(out, 0))
-                elif node.op.opaque_in_optimize:
-                    name = f"n{len(names)}"
-                    names[name] = node.outputs[0].name_hint
-                    env.update(zip(node.outputs, _emit_opaque(bb, name, node, args, kept)))
                 else:
                     name = f"n{len(names)}"
                     names[name] = node.outputs[0].name_hint
-                    env.update(zip(node.outputs, emit_node(_Named(bb, name), node, args)))
+                    if node.op.opaque_in_optimize or not _lifts_as_itself(node, consts, probes):
+                        outs = _emit_opaque(bb, name, node, args, kept)
+                    else:
+                        outs = emit_node(_Named(bb, name), node, args)
+                    env.update(zip(node.outputs, outs))
             out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
         bb.emit_func_output(out)
     return bb.get(), names
+
+
+def _lifts_as_itself(node, consts: dict, cache: dict) -> bool:
+    """Whether the node, lowered alone and lifted straight back, is one node of its own
+    op (besides nodes of constants only, which fold away): then TVM's passes may see
+    its Relax form without making the written graph bigger."""
+    const_in = tuple(v in consts for v in node.inputs)
+    key = (node.op.name, tuple(str(v.type) for v in node.inputs), const_in,
+           repr(sorted(node.kwargs.items())))
+    if key not in cache:
+        cache[key] = _probe(node, const_in)
+    return cache[key]
+
+
+def _probe(node, const_in: tuple[bool, ...]) -> bool:
+    from megtrace.errors import MegtraceError
+
+    from .lower import to_relax
+    g = Graph()
+    ins = [g.add_const(np.zeros(v.type.shape, v.type.dtype)) if c else
+           g.add_input(v.type, f"x{i}") for i, (v, c) in enumerate(zip(node.inputs, const_in))]
+    outs = g.add_node(node.op, ins, dict(node.kwargs))
+    out_names = [f"y{i}" for i in range(len(outs))]
+    g.set_outputs(outs, out_names)
+    try:
+        lifted = lift(to_relax(g), list(g.input_names), out_names)
+    except (MegtraceError, KeyError, TypeError, AttributeError):
+        return False
+    known = set(lifted.consts)
+    live = []
+    for n in lifted.nodes:
+        if all(v in known for v in n.inputs):
+            known.update(n.outputs)
+        else:
+            live.append(n)
+    return len(live) == 1 and live[0].op is node.op
 
 
 def _emit_opaque(bb, name: str, node, args: list, kept: dict) -> list:

@@ -117,3 +117,12 @@ def test_save_load_round_trip_with_map_location():
     got = mge.load(buf, map_location="cpu1")
     assert got["a"].device == "cpu1" and got["a"].numpy().tolist() == [0, 1, 2, 3]
     assert type(got["p"]) is Parameter and got["a"].qparams.scale.numpy() == 1.0
+
+
+def test_tensor_of_an_eager_tensor_inside_a_trace_is_a_constant():
+    @trace(symbolic=False)
+    def f(x):
+        scale = Tensor(np.add(Tensor([1.0, 2.0]), 1))    # ufunc result wrapped, then copied
+        return x * scale
+    for _ in range(3):
+        assert f(Tensor([1.0, 1.0])).numpy().tolist() == [2.0, 3.0]

@@ -137,3 +137,51 @@ def test_integer_inputs_of_float_functions():
     assert F.tan(i).dtype == np.float32 and F.atan(i).dtype == np.float32
     assert F.sign(i).dtype == np.int32
     assert not F.isnan(i).numpy().any() and F.isnan(i).shape == (3,)
+
+
+def test_arg_reduce_over_several_axes():
+    """MegEngine 1.13 (checked): the axes are reduced last first, each later step taking
+    the arg of the previous indices; here 0, [[0]] and 1."""
+    x = mge.tensor(np.array([[3., 1, 4], [1, 5, 9], [2, 6, 5]], np.float32))
+    assert F.argmax(x, axis=(0, 1)).numpy() == 0
+    np.testing.assert_array_equal(F.argmax(x, axis=(-1, 0), keepdims=True).numpy(), [[0]])
+    assert F.argmin(x, axis=(1, 0)).numpy() == 1
+    with pytest.raises(AssertionError, match="can not set axis=None and keepdims=True"):
+        F.argmax(x, keepdims=True)
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_matinv_and_svd_trace(symbolic, rng):
+    """Relax has no matrix inverse or SVD: traced graphs holding them run on the NumPy
+    interpreter."""
+    from megtrace.jit import trace
+    x = (rng.uniform(0, 1, size=(3, 4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    inverse = trace(F.matinv, symbolic=symbolic)
+    singular = trace(lambda t: F.svd(t)[1], symbolic=symbolic)
+    for _ in range(2):
+        np.testing.assert_allclose(inverse(mge.tensor(x)).numpy(), np.linalg.inv(x),
+                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(singular(mge.tensor(x)).numpy(),
+                                   np.linalg.svd(x.astype(np.float64))[1], rtol=1e-4)
+
+
+def test_arange_linspace_match_megengine_bit_for_bit():
+    """Golden float32 values from MegEngine 1.13 (tests/data/make_megengine_arange.py)."""
+    import json
+    from pathlib import Path
+    golden = json.loads((Path(__file__).parent / "data" /
+                         "megengine_arange_linspace.json").read_text())
+    for args, want in golden["arange"]:
+        np.testing.assert_array_equal(F.arange(*args).numpy(), np.array(want, np.float32))
+    for args, want in golden["linspace"]:
+        np.testing.assert_array_equal(F.linspace(*args).numpy(), np.array(want, np.float32))
+
+
+def test_creation_dtypes_and_devices():
+    assert F.full((2,), True).dtype == np.bool_ and F.full(3, 4).dtype == np.int32
+    assert F.full((2, 2), 1.5).dtype == np.float32
+    assert F.zeros(mge.tensor([2, 3])).shape == (2, 3)
+    assert str(F.ones((2,), device="cpu1").device).startswith("cpu1")
+    assert F.zeros_like(mge.tensor([1, 2])).dtype == np.int32
+    np.testing.assert_array_equal(F.linspace(0, 10, 4, dtype="int32").numpy(), [0, 3, 6, 10])
+    np.testing.assert_array_equal(F.eye(2, 3, dtype="int32").numpy(), np.eye(2, 3))

@@ -6,6 +6,7 @@ from conftest import rel_err
 
 import megtrace as mge
 import megtrace.functional as F
+from megtrace.graph_io import load_graph
 from megtrace.jit import trace
 
 pytestmark = pytest.mark.lite
@@ -23,9 +24,13 @@ def _check_in_lite(lite, tmp_path, fn, *inputs, tol=1e-5):
     names = [f"y{i}" for i in range(len(want))]
     path = tmp_path / "model.mge"
     traced.dump(path, arg_names=[f"x{i}" for i in range(len(inputs))], output_names=names)
-    outs = lite.run_model(path, {f"x{i}": x for i, x in enumerate(inputs)})
+    feed = {f"x{i}": x for i, x in enumerate(inputs)}
+    outs = lite.run_model(path, feed)
+    ours = load_graph(str(path)).run(**feed)       # and megtrace reads it back
     for name, w in zip(names, want):
         w = w.numpy()
+        np.testing.assert_allclose(np.asarray(ours[name]).reshape(w.shape), w, rtol=tol,
+                                   atol=tol, equal_nan=True)
         got = outs[name]
         if w.ndim == 0:          # MegEngine's graphs have no 0-d tensors: scalars are (1,)
             w = w.reshape(1)
@@ -75,3 +80,8 @@ def test_roll_repeat_tile_split_in_lite(lite, rng, tmp_path):
     _check_in_lite(lite, tmp_path, lambda a: (
         F.roll(a, (1, -2), (0, 1)), F.roll(a, 4), F.repeat(a, 2, axis=1), F.tile(a, (2, 1, 2)),
         *F.split(a, 3, axis=1), F.swapaxes(a, 0, 1)), x)
+
+
+def test_matinv_in_lite(lite, rng, tmp_path):
+    x = (rng.uniform(0, 1, size=(2, 3, 3)) + 3 * np.eye(3)).astype(np.float32)
+    _check_in_lite(lite, tmp_path, lambda a: F.matinv(a), x, tol=1e-4)

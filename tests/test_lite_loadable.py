@@ -74,3 +74,19 @@ def test_reader_refuses_what_lite_refuses(lite, tmp_path):
         build_graph(read_model(path.read_bytes()))
     with pytest.raises(RuntimeError, match="got_type=Elemwise expected_type=Reshape"):
         lite.run_model(path, {"x": np.zeros(24, np.float32)})
+
+
+@pytest.mark.parametrize("no_change_graph,modes", [(True, ["CLIP"]), (False, ["MAX_", "MIN_"])])
+def test_clip_is_one_clip_unless_compat_rewrites_it(no_change_graph, modes, lite, rng, tmp_path):
+    """MegEngine keeps Elemwise CLIP with no_change_graph=True; its compatibility rewrite
+    (the default) spells it with older modes."""
+    fn = lambda x: F.clip(x, -0.5, 0.7)  # noqa: E731
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    traced = trace(fn, symbolic=True, capture_as_const=True)
+    traced(mge.tensor(x))
+    path = tmp_path / "clip.mge"
+    traced.dump(path, arg_names=["x"], output_names=["y"], no_change_graph=no_change_graph)
+    written = [o.params[0][1]["mode"] for o in read_model(path.read_bytes()).oprs
+               if o.type == "Elemwise"]
+    assert written == modes
+    assert rel_err(lite.run_model(path, {"x": x})["y"], np.clip(x, -0.5, 0.7)) <= 1e-6

@@ -134,3 +134,42 @@ def test_int_and_float_take_any_one_element_tensor():
     assert int(mge.tensor([[3]])) == 3 and float(mge.tensor([2.5])) == 2.5
     with pytest.raises(TypeError, match="one-element"):
         int(mge.tensor([1, 2]))
+
+
+def test_argument_values_read_by_python_trace_again_per_value():
+    runs = []
+
+    @trace
+    def fn(data, repeats):
+        runs.append(1)
+        return mge.functional.repeat(data, int(repeats), axis=0)
+
+    data = mge.tensor(np.arange(4, dtype=np.float32).reshape(2, 2))
+    for n in (1, 2, 3, 2, 3):
+        got = fn(data, mge.tensor(n)).numpy()
+        np.testing.assert_equal(got, np.repeat(data.numpy(), n, axis=0))
+    assert len(runs) == 5 and len(fn._entries) == 3    # replays for the repeated values
+
+
+def test_integer_powers_give_float32():
+    x = mge.tensor([1, 2, 3])
+    assert (x ** 2).dtype == np.float32
+    np.testing.assert_allclose((x ** -1).numpy(), [1.0, 0.5, 1 / 3], rtol=1e-6)
+
+
+def test_outside_values_given_in_place_of_traced_ones_are_fed():
+    """As in MegEngine, an input traced on one outside value takes whatever outside value
+    the replay gives there (here the other argument, or a global)."""
+    state = {"swap": False}
+    other = mge.tensor([100.0, 200.0])
+
+    @trace(symbolic=True)
+    def fn(a, b):
+        return a - b if not state["swap"] else (b if state["swap"] == 1 else other) - a
+
+    a, b = mge.tensor([1.0, 2.0]), mge.tensor([10.0, 20.0])
+    np.testing.assert_equal(fn(a, b).numpy(), [-9.0, -18.0])
+    state["swap"] = 1
+    np.testing.assert_equal(fn(a, b).numpy(), [9.0, 18.0])
+    state["swap"] = 2
+    np.testing.assert_equal(fn(a, b).numpy(), [99.0, 198.0])

@@ -23,7 +23,8 @@ def _make_unary(name: str):
 def _make_binary(name: str):
     def fn(x, y) -> Tensor:
         a, b = binary_operands(x, y)
-        if name == "div" and a.dtype.kind != "f":   # true division of ints gives float32
+        # true division and powers of ints give float32 (MegEngine's DIV/POW promote)
+        if name in ("div", "pow") and a.dtype.kind != "f":
             a, b = cast(a, "float32"), cast(b, "float32")
         return apply(name, a, b)
     fn.__name__ = fn.__qualname__ = name

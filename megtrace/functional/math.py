@@ -21,9 +21,14 @@ __all__ = ["argmax", "argmin", "topk", "cumsum", "clip", "logsumexp", "equal", "
 def _arg(mode: str, inp: Tensor, axis, keepdims: bool) -> Tensor:
     x = require_tensor(f"arg{mode}", inp)
     if axis is None:
+        assert not keepdims, "can not set axis=None and keepdims=True"
         return apply("arg_reduce", reshape(x, (-1,)), mode=mode, axis=0, keepdims=False)
     if isinstance(axis, (list, tuple)):
-        raise ValueError(f"arg{mode}: axis must be an int or None; got {axis!r}")
+        # MegEngine 1.13 reduces the axes one after another, the last first: each later
+        # step takes the arg of the previous step's indices
+        for a in sorted({int(a) % x.ndim for a in axis}, reverse=True):
+            x = apply("arg_reduce", x, mode=mode, axis=a, keepdims=bool(keepdims))
+        return x
     return apply("arg_reduce", x, mode=mode, axis=int(axis), keepdims=bool(keepdims))
 
 

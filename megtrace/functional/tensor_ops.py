@@ -156,40 +156,69 @@ def where(mask: Tensor, x=None, y=None) -> Tensor:
 
 # -- creation: constants (inside a trace they are constants of the graph) -----------------
 def _shape(shape) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    """A shape given as an int, a sequence of ints or scalar Tensors, or a 1-d Tensor."""
+    if isinstance(shape, Tensor):
+        return tuple(int(d) for d in np.atleast_1d(shape.numpy()))
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(d.item() if isinstance(d, Tensor) else d) for d in shape)
+
+
+def _scalar(value):
+    return value.item() if isinstance(value, Tensor) else value
 
 
 def full(shape, value, dtype=None, device=None) -> Tensor:
+    """A tensor of `shape` filled with `value`; the dtype defaults to `Tensor(value)`'s."""
+    value = _scalar(value)
     if dtype is None:
-        dtype = "float32" if isinstance(value, float) else None
-    return Tensor(np.full(_shape(shape), value), dtype=dtype)
+        dtype = Tensor(value).dtype
+    return Tensor(np.full(_shape(shape), value), dtype=dtype, device=device)
 
 
 def zeros(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.zeros(_shape(shape)), dtype=dtype)
+    return Tensor(np.zeros(_shape(shape)), dtype=dtype, device=device)
 
 
 def ones(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.ones(_shape(shape)), dtype=dtype)
+    return Tensor(np.ones(_shape(shape)), dtype=dtype, device=device)
 
 
 def zeros_like(inp: Tensor) -> Tensor:
-    return zeros(inp.shape, inp.dtype)
+    return full_like(inp, 0)
 
 
 def ones_like(inp: Tensor) -> Tensor:
-    return ones(inp.shape, inp.dtype)
+    return full_like(inp, 1)
 
 
 def full_like(inp: Tensor, value) -> Tensor:
-    return Tensor(np.full(inp.shape, value), dtype=inp.dtype)
+    """A tensor with `inp`'s shape, dtype and device, filled with `value`."""
+    inp = require_tensor("full_like", inp)
+    return Tensor(np.full(inp.shape, _scalar(value)), dtype=inp.dtype, device=inp.device)
 
 
 def arange(start=0, stop=None, step=1, dtype="float32", device=None) -> Tensor:
+    """[start, stop) by `step`, computed as MegEngine does: ceil((stop - start) / step)
+    float32 points of a linspace, then cast to `dtype`."""
+    start, stop, step = _scalar(start), _scalar(stop), _scalar(step)
     if stop is None:
         start, stop = 0, start
-    return Tensor(np.arange(start, stop, step, dtype=np.float64), dtype=dtype)
+    start, step = np.float32(start), np.float32(step)
+    num = max(int(np.ceil((np.float32(stop) - start) / step)), 0)
+    return Tensor(_linspace32(start, start + step * np.float32(num - 1), num), dtype=dtype,
+                  device=device)
 
 
 def linspace(start, stop, num, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.linspace(start, stop, int(num)), dtype=dtype)
+    """`num` evenly spaced float32 points from `start` to `stop` (both included), cast to
+    `dtype`."""
+    start, stop, num = _scalar(start), _scalar(stop), int(_scalar(num))
+    return Tensor(_linspace32(start, stop, num), dtype=dtype, device=device)
+
+
+def _linspace32(start, stop, num: int) -> np.ndarray:
+    """MegEngine's Linspace kernel: float32 ends, start + i * step computed in double."""
+    start, stop = float(np.float32(start)), float(np.float32(stop))
+    step = (stop - start) / max(num - 1, 1)
+    return (start + np.arange(num, dtype=np.float64) * step).astype(np.float32)

@@ -40,6 +40,7 @@ class Source:
     tensor: Any = None          # weakref to the outside tensor (captured/external)
     version: int = 0
     stream: Any = None          # rng: the generator keys are drawn from
+    value: Any = None           # rng: the key drawn while tracing (a dump freezes it)
 
     def outside(self):
         return self.tensor() if self.tensor is not None else None

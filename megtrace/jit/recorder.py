@@ -25,6 +25,7 @@ class TraceRecorder:
         self.sources: dict[Var, Source] = {}
         self.externals: list[Var] = []
         self.value_required: set[Var] = set()
+        self.read_args: set[Var] = set()                 # arguments whose value Python read
         self._values: dict[Var, np.ndarray] = {}        # known values (args, eager results)
         self._vars: dict[int, Var] = {}
         self._keep: list[Tensor] = []                    # keeps ids in _vars valid
@@ -96,7 +97,7 @@ class TraceRecorder:
         constant), so that every run of the compiled graph draws a new one."""
         var = self.graph.add_input(TensorType(key.shape, key.dtype),
                                    f"rng_key_{len(self.externals)}")
-        self.sources[var] = Source("rng", stream=stream)
+        self.sources[var] = Source("rng", stream=stream, value=key.numpy())
         self.externals.append(var)
         self._values[var] = key.numpy()
         self._vars[id(key)] = var
@@ -127,6 +128,9 @@ class TraceRecorder:
         (In symbolic mode the value is computed now by the NumPy interpreter.)"""
         if t._var not in self.graph.consts:
             self.value_required.add(t._var)
+        source = self.sources.get(t._var)
+        if source is not None and source.kind == "arg":
+            self.read_args.add(t._var)
         return self._value_of(t._var)
 
     def output_values(self, vars_: list[Var]) -> list[np.ndarray]:

@@ -162,11 +162,15 @@ class Replayer:
         return self._results[var]
 
     def _feeds(self) -> dict[Var, np.ndarray | None]:
+        """Graph inputs: the arguments, outside tensors as they are now, and whatever this
+        call gave an input in their place (MegEngine feeds an external var the value
+        given there, even another argument)."""
         feeds: dict[Var, np.ndarray | None] = dict(self._args)
         for var in self.entry.externals:
-            t = self._fed.get(var)
-            t = t if t is not None else self.entry.sources[var].outside()
+            t = self.entry.sources[var].outside()
             feeds[var] = t.numpy() if t is not None else None
+        for var, t in self._fed.items():
+            feeds[var] = t.numpy()
         return feeds
 
     def finish(self, leaves: list[Tensor]) -> list[np.ndarray]:

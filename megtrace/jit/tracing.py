@@ -43,7 +43,9 @@ class trace:
       every call.
     - `symbolic_shape=True`: a call with new input shapes records and compiles again for
       those shapes (a per-shape cache: Python sees real shapes, so shape arithmetic is
-      always right); False: a new shape raises TraceError.
+      always right; likewise new values of an argument whose value Python read, e.g. a
+      repeat count given as a tensor, where MegEngine keeps shapes symbolic); False: a
+      new shape raises TraceError.
     - `record_only`: records without computing; dump works, outputs have no value.
     - `opt_level`: 0 one unscheduled TVM kernel per op; 1 constant folding + TVM fusion;
       2 (default) + megtrace's CPU rules; 3 + MetaSchedule records from `tuning_dir`
@@ -127,7 +129,12 @@ class trace:
             return None
         key = tuple((n, t.shape) for n, t in bindings)
         if self._symbolic_shape:
-            return self._entries.get(key)
+            named = dict(bindings)
+            for (shapes, read_values), entry in list(self._entries.items()):
+                if shapes == key and all(named[n].numpy().tobytes() == v
+                                         for n, v in read_values):
+                    return entry
+            return None
         entry = next(iter(self._entries.values()))
         for (name, t), (_, var) in zip(bindings, entry.args):
             if t.shape != var.type.shape:
@@ -197,7 +204,11 @@ class trace:
         entry.simplify = abs(self._opt_level) >= 1
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
-        self._entries[tuple((n, t.shape) for n, t in bindings)] = entry
+        # Python read these arguments' values (a repeat count, a shape given as a tensor):
+        # the trace holds for those values only, so other values trace again.
+        read_values = tuple((n, rec._values[v].tobytes()) for n, v in arg_vars
+                            if v in rec.read_args)
+        self._entries[(tuple((n, t.shape) for n, t in bindings), read_values)] = entry
         self._last_entry = entry
         if self._record_only:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])

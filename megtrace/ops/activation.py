@@ -42,7 +42,8 @@ register(OpDef(
 ))
 
 
-# -- clip (written as MAX then MIN, the correct form of MegEngine's CLIP converter) ------
+# -- clip: Elemwise CLIP with both bounds (fbs/compat.py writes it as MAX then MIN unless
+# no_change_graph, as MegEngine does), else MAX or MIN -----------------------------------
 def _clip_eager(x, *, lower, upper):
     out = x
     if lower is not None:
@@ -61,6 +62,9 @@ def _clip_lower(L, x, *, lower, upper):
 def _clip_emit(em, types, p, inputs):
     out = inputs[0]
     dtype = types[0].dtype
+    if p["lower"] is not None and p["upper"] is not None:
+        bounds = [em.const(np.array([p[k]], dtype)) for k in ("lower", "upper")]
+        return em.opr(ELEMWISE, {"mode": "CLIP"}, [out, *bounds])
     if p["lower"] is not None:
         out = em.opr(ELEMWISE, {"mode": "MAX_"}, [out, em.const(np.array([p["lower"]], dtype))])
     if p["upper"] is not None:

@@ -135,6 +135,10 @@ def _pool_infer(x, *, mode, kernel, stride, padding):
         raise ShapeError(f"pool2d: input must be 4-d NCHW; got {x}")
     if mode not in _POOL_MODES:
         raise ValueError(f"pool2d: mode must be one of {sorted(_POOL_MODES)}; got {mode!r}")
+    if min(kernel) <= 0 or min(stride) <= 0 or min(padding) < 0:
+        raise ValueError(f"pool2d: window and stride must be positive and padding >= 0; got "
+                         f"window={tuple(kernel)}, stride={tuple(stride)}, "
+                         f"padding={tuple(padding)}")
     oh = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
     ow = (x.shape[3] + 2 * padding[1] - kernel[1]) // stride[1] + 1
     if oh <= 0 or ow <= 0:

@@ -20,7 +20,7 @@ CONCAT = MgeOpr("Concat", "Axis", fields=lambda p: {"axis": p["axis"]},
                 decode=lambda f: {"axis": f["axis"]})
 RESHAPE = MgeOpr("ReshapeV1", "OptionalAxisV1")
 TYPE_CVT = MgeOpr("TypeCvtV2", "DType", fields=lambda p: {"type": _dt.info(p["dtype"]).mge_enum},
-                  decode=lambda f: {"dtype": _dt.BY_MGE_ENUM[f["type"]].name})
+                  decode=lambda f: {"dtype": _dt.from_mge_enum(f["type"]).name})
 
 
 def _dummy(t: TensorType) -> np.ndarray:
