@@ -106,9 +106,9 @@ def has_empty_values(graph: Graph) -> bool:
 
 
 def has_unlowered_ops(graph: Graph) -> bool:
-    """Whether `graph` uses an op Relax cannot express (matinv, svd): such graphs run on
-    the NumPy interpreter, like graphs with 0-size values."""
-    return any(n.op.lower is None for n in graph.nodes)
+    """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
+    such graphs run on the NumPy interpreter, like graphs with 0-size values."""
+    return any(n.op.interpreted for n in graph.nodes)
 
 
 def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
@@ -148,6 +148,7 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     the default path.
     """
     tgt = resolve(target)
+    graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     options = options or BuildOptions()
     if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)

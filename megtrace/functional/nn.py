@@ -11,7 +11,7 @@ from ..ops._rules import pair
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
-from .tensor_ops import reshape
+from .tensor_ops import expand_dims, reshape, squeeze
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
@@ -112,7 +112,6 @@ def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: b
     assert a.ndim > 0 and b.ndim > 0
     if a.ndim == 1 and b.ndim == 1:        # MegEngine dispatches this to Dot
         return apply("dot", a, b)
-    from .tensor_ops import expand_dims, squeeze
     # a vector operand is a one-row (left) or one-column (right) matrix, dropped afterwards
     out = apply("matmul", expand_dims(a, 0) if a.ndim == 1 else a,
                 expand_dims(b, -1) if b.ndim == 1 else b,

@@ -5,20 +5,28 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import device as _device
 from .. import dtype as _dt
-from ..dispatch import apply
+from ..dispatch import active_recorder, apply
+from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
-from ._convert import cast, require_tensor
+from ._convert import binary_operands, cast, require_tensor
 
 __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "transpose",
            "broadcast_to", "split", "stack", "where", "full", "zeros", "ones", "zeros_like",
            "ones_like", "full_like", "arange", "linspace"]
 
 
+def _dims(shape) -> tuple[int, ...]:
+    """A shape argument as ints, keeping traced dims (SymInt) so the trace records how
+    they were computed (megtrace/symbolic.py)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
+
+
 def reshape(inp: Tensor, target_shape: Sequence[int] | int) -> Tensor:
     """Reshape to `target_shape`; one entry may be -1."""
-    shape = (target_shape,) if isinstance(target_shape, int) else tuple(target_shape)
-    return apply("reshape", require_tensor("reshape", inp), shape=tuple(int(d) for d in shape))
+    return apply("reshape", require_tensor("reshape", inp), shape=_dims(target_shape))
 
 
 def flatten(inp: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
@@ -31,9 +39,8 @@ def concat(inps: Sequence[Tensor], axis: int = 0, device=None) -> Tensor:
     """Join tensors along an existing axis (the result lives on `device`, or on the
     inputs' common device)."""
     tensors = [require_tensor("concat", t) for t in inps]
-    if len(tensors) == 1:
-        from .tensor_extra import copy
-        return copy(tensors[0], device)
+    if len(tensors) == 1:                       # MegEngine: a copy of the one input
+        return _on(apply("copy", tensors[0]), device)
     return _on(apply("concat", *tensors, axis=int(axis)), _common_device("concat", tensors,
                                                                           device))
 
@@ -43,7 +50,8 @@ def _common_device(name: str, tensors: Sequence[Tensor], device) -> str | None:
     (the default "xpux" goes along with any)."""
     if device is not None:
         return str(device)
-    named = {t.device for t in tensors} - {"xpux"}
+    default = str(_device.as_device("xpux"))
+    named = {str(_device.as_device(t.device)) for t in tensors} - {default}
     if len(named) > 1:
         raise ValueError(f"{name}: inputs have different devices {sorted(named)}; pass "
                          "device= to choose one")
@@ -51,9 +59,9 @@ def _common_device(name: str, tensors: Sequence[Tensor], device) -> str | None:
 
 
 def _on(t: Tensor, device: str | None) -> Tensor:
+    """`t`, placed on `device` when one is given (values live in host memory)."""
     if device is not None:
-        from .. import device as _device
-        t._device = _device.check(device)
+        t._device = _device.as_device(device)
     return t
 
 
@@ -101,7 +109,7 @@ def broadcast_to(inp: Tensor, shape) -> Tensor:
                 raise ValueError("size connot be `None` for new axis")
             shape[i] = x.shape[i - lead]
         else:
-            shape[i] = int(s.item() if isinstance(s, Tensor) else s)
+            shape[i] = s if isinstance(s, SymInt) else int(s.item() if isinstance(s, Tensor) else s)
             if shape[i] < 0:
                 raise ValueError(f"expect shape[{i}] >= 0 or use `None` to auto infer, got "
                                  f"{shape[i]}")
@@ -139,19 +147,24 @@ def stack(inps, axis: int = 0, device=None) -> Tensor:
         raise ValueError("stack: needs at least one tensor")
     ax = axis % (tensors[0].ndim + 1)
     if len(tensors) == 1:
-        from .tensor_extra import copy
         out = expand_dims(tensors[0], ax)
-        return out if device is None else copy(out, device)
+        return out if device is None else _on(apply("copy", out), device)
     return concat([expand_dims(t, ax) for t in tensors], axis=ax, device=device)
 
 
-def where(mask: Tensor, x=None, y=None) -> Tensor:
-    """x where mask is True, else y (broadcasting)."""
-    from ._convert import binary_operands
-    if x is None or y is None:
-        raise ValueError("where: x and y are required")
+def where(mask: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """x where mask is True, else y (broadcasting; x and y promote to one dtype). As in
+    MegEngine, all three must be Tensors and the mask bool."""
+    if not isinstance(x, Tensor):
+        raise TypeError("input x must be a tensor")
+    if not isinstance(y, Tensor):
+        raise TypeError("input y must be a tensor")
+    if not isinstance(mask, Tensor):
+        raise TypeError("mask must be a tensor")
+    if mask.dtype != np.bool_:
+        raise ValueError("mask must be bool")
     a, b = binary_operands(x, y)
-    return apply("where", cast(require_tensor("where", mask), "bool"), a, b)
+    return apply("where", mask, a, b)
 
 
 # -- creation: constants (inside a trace they are constants of the graph) -----------------
@@ -168,20 +181,28 @@ def _scalar(value):
     return value.item() if isinstance(value, Tensor) else value
 
 
+def _filled(shape, value, dtype, device) -> Tensor:
+    """A constant; in a trace, a shape with traced dims makes it Broadcast(value, shape),
+    as MegEngine writes it, so the dumped model follows the input's size."""
+    if isinstance(shape, (tuple, list)) and has_symbols(shape) and active_recorder():
+        return broadcast_to(Tensor(np.array(value), dtype=dtype, device=device), _dims(shape))
+    return Tensor(np.full(_shape(shape), value), dtype=dtype, device=device)
+
+
 def full(shape, value, dtype=None, device=None) -> Tensor:
     """A tensor of `shape` filled with `value`; the dtype defaults to `Tensor(value)`'s."""
     value = _scalar(value)
     if dtype is None:
         dtype = Tensor(value).dtype
-    return Tensor(np.full(_shape(shape), value), dtype=dtype, device=device)
+    return _filled(shape, value, dtype, device)
 
 
 def zeros(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.zeros(_shape(shape)), dtype=dtype, device=device)
+    return _filled(shape, 0, dtype, device)
 
 
 def ones(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.ones(_shape(shape)), dtype=dtype, device=device)
+    return _filled(shape, 1, dtype, device)
 
 
 def zeros_like(inp: Tensor) -> Tensor:
@@ -195,7 +216,7 @@ def ones_like(inp: Tensor) -> Tensor:
 def full_like(inp: Tensor, value) -> Tensor:
     """A tensor with `inp`'s shape, dtype and device, filled with `value`."""
     inp = require_tensor("full_like", inp)
-    return Tensor(np.full(inp.shape, _scalar(value)), dtype=inp.dtype, device=inp.device)
+    return _filled(inp.shape, _scalar(value), inp.dtype, inp.device)
 
 
 def arange(start=0, stop=None, step=1, dtype="float32", device=None) -> Tensor:
