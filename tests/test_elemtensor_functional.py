@@ -200,3 +200,14 @@ def test_traced_max_min_propagate_nan(symbolic):
     assert np.isnan(top)
     np.testing.assert_array_equal(low, [[np.nan, 2, 2]])
     np.testing.assert_array_equal(cols, [[[8, 6, np.nan, 5]]])
+
+
+def test_where_checks_its_arguments_as_megengine():
+    m = mge.tensor([True, False])
+    out = F.where(m, mge.tensor([1, 2]), mge.tensor([1.5, 2.5]))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out.numpy(), [1.0, 2.5])
+    with pytest.raises(ValueError, match="^mask must be bool$"):
+        F.where(mge.tensor([1, 0]), mge.tensor([1.0]), mge.tensor([2.0]))
+    with pytest.raises(TypeError, match="^input x must be a tensor$"):
+        F.where(m, 1.0, mge.tensor([2.0]))

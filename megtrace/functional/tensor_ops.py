@@ -10,7 +10,7 @@ from .. import dtype as _dt
 from ..dispatch import active_recorder, apply
 from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
-from ._convert import cast, require_tensor
+from ._convert import binary_operands, cast, require_tensor
 
 __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "transpose",
            "broadcast_to", "split", "stack", "where", "full", "zeros", "ones", "zeros_like",
@@ -152,13 +152,19 @@ def stack(inps, axis: int = 0, device=None) -> Tensor:
     return concat([expand_dims(t, ax) for t in tensors], axis=ax, device=device)
 
 
-def where(mask: Tensor, x=None, y=None) -> Tensor:
-    """x where mask is True, else y (broadcasting)."""
-    from ._convert import binary_operands
-    if x is None or y is None:
-        raise ValueError("where: x and y are required")
+def where(mask: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """x where mask is True, else y (broadcasting; x and y promote to one dtype). As in
+    MegEngine, all three must be Tensors and the mask bool."""
+    if not isinstance(x, Tensor):
+        raise TypeError("input x must be a tensor")
+    if not isinstance(y, Tensor):
+        raise TypeError("input y must be a tensor")
+    if not isinstance(mask, Tensor):
+        raise TypeError("mask must be a tensor")
+    if mask.dtype != np.bool_:
+        raise ValueError("mask must be bool")
     a, b = binary_operands(x, y)
-    return apply("where", cast(require_tensor("where", mask), "bool"), a, b)
+    return apply("where", mask, a, b)
 
 
 # -- creation: constants (inside a trace they are constants of the graph) -----------------
