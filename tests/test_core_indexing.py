@@ -36,6 +36,7 @@ GET_FORMS = {
     "mask-and-vector": (np.array([False, True]), np.array([2])),
     "negative-indices": (slice(None), -1, np.array([-1, 0])),
     "list-of-ints": ([1, 0],),
+    "list-of-bools": [True, False],
     "empty-vector": ([],),
 }
 

@@ -42,8 +42,8 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, list):
         if any(isinstance(i, float) for i in index):
             raise ValueError("float idx is vaild in subtensor")
-        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in index):
-            return (index,)
+        if all(isinstance(i, (int, np.integer, np.bool_)) for i in index):   # bools too,
+            return (index,)                      # as MegEngine: [True, False] is one mask
         return tuple(index)
     return (index,)
 
