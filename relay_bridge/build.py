@@ -67,6 +67,8 @@ class CompiledGraph:
         zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
         aligned staging buffer of this thread."""
         array = np.asarray(array)
+        if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
+            return tvm().runtime.tensor(array, self._device)
         if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
             staging = self._per_thread.staging
             buf = staging.get(slot)
