@@ -70,6 +70,12 @@ def shape_arithmetic(x):
     return F.ones((n, c * h * w)) + y.reshape(-(-n) + c % 2, -1)
 
 
+def arange_batch(x):
+    """CLIP's text pooling: one row per sample picked by an arange over the batch."""
+    return x[F.arange(x.shape[0], dtype=np.int32), F.argmax(x, axis=-1)] + \
+        F.arange(1, x.shape[1] * 3, 2)[2]
+
+
 def matmul_3d_2d(x):
     w = mge.tensor(np.linspace(-1, 1, 30, dtype="float32").reshape(6, 5))
     return F.matmul(x, w)
@@ -86,6 +92,7 @@ MODELS = {
     "broadcast_batch": (lambda: broadcast_batch, (1, 4, 8)),
     "zeros_batch": (lambda: zeros_batch, (1, 6)),
     "shape_arithmetic": (lambda: shape_arithmetic, (1, 2, 4, 6)),
+    "arange_batch": (lambda: arange_batch, (1, 5)),
     "matmul_3d_2d": (lambda: matmul_3d_2d, (1, 4, 6)),
     "matmul_4d": (lambda: matmul_4d, (1, 2, 4, 6)),
 }
