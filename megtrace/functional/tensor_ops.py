@@ -20,6 +20,9 @@ __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "
 def _dims(shape) -> tuple[int, ...]:
     """A shape argument as ints, keeping traced dims (SymInt) so the trace records how
     they were computed (megtrace/symbolic.py)."""
+    if isinstance(shape, Tensor):
+        from ..tensor import shape_of_tensor
+        return shape_of_tensor(shape)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
 
