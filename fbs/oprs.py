@@ -64,6 +64,8 @@ KNOWN_V1 = frozenset({
 # sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals
 KNOWN_V1 |= {"Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye"}
+# random number oprs (megtrace.random)
+KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1"}
 
 
 # FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its

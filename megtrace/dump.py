@@ -139,7 +139,14 @@ def write_strip_info(target, info: dict, append: bool, content_hash: int) -> Non
 def _merge(old_text: str, info: dict, append: bool) -> dict[str, Any]:
     if not (append and old_text.strip()):
         return dict(info)
-    old = json.loads(old_text)
+    try:
+        old = json.loads(old_text)
+    except ValueError as e:
+        raise ValueError(f"strip_info_file: the existing file is not JSON ({e}); append_json "
+                         "needs a strip-info file written by dump") from None
+    if not isinstance(old, dict) or not all(isinstance(v, (list, int, str)) for v in old.values()):
+        raise ValueError("strip_info_file: the existing file is not MegEngine strip-info JSON "
+                         "(an object of lists); append_json needs one written by dump")
     for key in old:
         for value in info.get(key, []) if isinstance(old[key], list) else []:
             if value not in old[key]:

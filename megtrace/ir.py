@@ -180,6 +180,17 @@ class Graph:
         new.set_outputs([remap.get(v, v) for v in self.outputs], self.output_names)
         return new.prune()
 
+    def without_shape_inputs(self) -> "Graph":
+        """The same computation with static shapes only: nodes drop their shape inputs
+        (OpDef.shape_input; the `shape` param already states them for these input types)
+        and the shape arithmetic that fed them is pruned; every other Var is kept. What TVM
+        compiles."""
+        nodes = [Node(n.op, n.inputs[:-1], n.params, n.outputs)
+                 if n.op.has_shape_input(len(n.inputs)) else n for n in self.nodes]
+        g = Graph(list(self.inputs), dict(self.consts), nodes, [], list(self.input_names))
+        g.set_outputs(self.outputs, self.output_names)
+        return g.prune()
+
     def verify(self) -> None:
         """Re-check SSA form, topological order and every node's shape rule."""
         defined = set(self.inputs) | set(self.consts)

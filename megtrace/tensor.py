@@ -88,7 +88,10 @@ class Tensor:
     # -- attributes -------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._var.type.shape if self._var is not None else self._value.shape
+        if self._var is None:
+            return self._value.shape
+        traced_shape = getattr(self._owner, "traced_shape", None)   # SymInts in a trace
+        return traced_shape(self._var) if traced_shape else self._var.type.shape
 
     @property
     def dtype(self) -> np.dtype:

@@ -148,6 +148,7 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     the default path.
     """
     tgt = resolve(target)
+    graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     options = options or BuildOptions()
     if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)

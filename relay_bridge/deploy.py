@@ -39,14 +39,51 @@ def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
     if not mpath.is_file():
         raise FileNotFoundError(f"path: no manifest {str(mpath)!r}; export writes it next "
                                 "to the library")
-    with open(mpath) as f:
-        manifest = json.load(f)
-    if manifest.get("format") != FORMAT:
-        raise ValueError(f"path: {str(mpath)!r} is not a megtrace export manifest")
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise ValueError(f"path: manifest version {manifest['format_version']} is newer "
+    with open(mpath, "rb") as f:
+        return parse_manifest(f.read(), str(mpath))
+
+
+def parse_manifest(data: bytes, where: str = "manifest") -> dict[str, Any]:
+    """Check a manifest's JSON: every field the runner reads, with its type; anything
+    else is a ValueError naming the file and the field."""
+    try:
+        manifest = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"path: {where!r} is not JSON ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ValueError(f"path: {where!r} is not a megtrace export manifest")
+    version = manifest.get("format_version", 0)
+    if not isinstance(version, int):
+        raise ValueError(f"path: {where!r}: format_version must be an int")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"path: manifest version {version} is newer "
                          f"than this runner ({FORMAT_VERSION}); update deploy.py")
+    if not isinstance(manifest.get("library"), str) or "/" in manifest["library"]:
+        raise ValueError(f"path: {where!r}: 'library' must be a file name")
+    for key in ("inputs", "outputs"):
+        items = manifest.get(key)
+        if not isinstance(items, list) or not all(_is_io(i) for i in items):
+            raise ValueError(f"path: {where!r}: {key!r} must be a list of "
+                             "{name, shape, dtype} entries")
+    for key, kind in (("target", dict), ("num_threads", int), ("device", str),
+                      ("library_size", int), ("library_sha256", str)):
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise ValueError(f"path: {where!r}: {key!r} must be a {kind.__name__}")
     return manifest
+
+
+def _is_io(item: Any) -> bool:
+    if not (isinstance(item, dict) and isinstance(item.get("name"), str)
+            and isinstance(item.get("shape"), list)
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                    for d in item["shape"])
+            and isinstance(item.get("dtype"), str)):
+        return False
+    try:
+        np.dtype(item["dtype"])
+    except TypeError:
+        return False
+    return True
 
 
 def library_digest(library: str | os.PathLike) -> tuple[int, str]:

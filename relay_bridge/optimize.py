@@ -16,6 +16,7 @@ from megtrace.ops import get
 from ._tvm import relax, tvm
 from .lift import lift
 from .lower import emit_node
+from .shape_cut import split as split_shape_arithmetic
 
 FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
 FUSE_GRAIN = 1 << 6
@@ -240,6 +241,7 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     """The optimized graph and its MegEngine optimize_options bits."""
     t = tvm()
     rx = relax()
+    graph, shape_cut = split_shape_arithmetic(graph)
     kept: dict = {}
     mod, names = to_relax_for_inference(graph, kept)
     mod = _bias_before_bn(mod)
@@ -254,6 +256,8 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     fused = _arith_fusion(_merge_constant_adds(lifted), fuse_conv_bias_nonlinearity)
     if fuse_grain:
         fused = _fold_global_pooling(fused)
+    if shape_cut is not None:
+        fused = shape_cut.stitch(fused)
     options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \
         (FUSE_GRAIN if fuse_grain else 0)
     return fused, options

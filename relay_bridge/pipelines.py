@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     """(IRModule, rule kernels used): base "rules" is the CPU rules' lowering (hand
     kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
+    graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     if base == "rules":
         from .cpu import to_relax_cpu
         return to_relax_cpu(graph)

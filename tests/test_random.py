@@ -89,11 +89,14 @@ def test_traced_run_matches_eager_for_the_same_seed():
     np.testing.assert_allclose(traced, body().numpy(), rtol=1e-5)
 
 
-def test_random_ops_are_not_dumped_as_constants():
-    f = trace(lambda: R.uniform(size=(2,)), symbolic=True, capture_as_const=True)
+def test_eager_only_generators_are_refused_by_compile_and_dump():
+    f = trace(lambda: R.gamma(2.0, size=(2,)), record_only=True)
     f()
-    with pytest.raises(mge.UnsupportedOpError, match="megtrace.random"):
+    with pytest.raises(mge.UnsupportedOpError, match="rng_gamma"):
         f.dump(io.BytesIO())
+    g = trace(lambda: R.poisson(2.0, size=(2,)), symbolic=True)
+    with pytest.raises(mge.UnsupportedOpError, match="rng_poisson"):
+        g()
 
 
 def test_eager_only_generators_inside_exclude_from_trace():
@@ -105,3 +108,40 @@ def test_eager_only_generators_inside_exclude_from_trace():
 
     out = [f(mge.tensor(np.zeros(3, np.float32))).numpy() for _ in range(3)]
     assert not np.allclose(out[1], out[2]) and np.all(out[2] > 0)
+
+
+def _seed7_function():
+    R.seed(7)
+
+    @trace(symbolic=True, capture_as_const=True)
+    def f(x):
+        return x + R.uniform(size=(3,)) + R.normal(1.0, 2.0, size=(3,))
+
+    f(mge.tensor(np.zeros(3, np.float32)))
+    return f
+
+
+def test_dump_writes_megengines_rng_oprs(tmp_path):
+    from fbs.reader import read_model
+    path = tmp_path / "rng.mge"
+    with pytest.warns(UserWarning, match="optimize_for_inference skipped"):
+        _seed7_function().dump(path, arg_names=["x"])
+    params = [p for o in read_model(path.read_bytes()).oprs for p in o.params
+              if p[0].endswith("RNG")]
+    assert params == [("UniformRNG", {"seed": 7, "dtype": "Float32"}),
+                      ("GaussianRNG", {"seed": 7, "mean": 1.0, "std": 2.0, "dtype": "Float32"})]
+
+
+@pytest.mark.lite
+def test_lite_draws_what_megengines_own_dump_draws(lite, tmp_path):
+    """Same seed, same oprs: MegEngine Lite computes the same numbers from our file as
+    from MegEngine's (tests/data/make_megengine_rng_dump.py)."""
+    from pathlib import Path
+    path = tmp_path / "rng.mge"
+    _seed7_function().dump(path, arg_names=["x"], optimize_for_inference=False)
+    x = {"x": np.full(3, 10.0, np.float32)}
+    ours = lite.run_model(path, x)
+    theirs = lite.run_model(Path(__file__).parent / "data" / "megengine_rng_seed7.mge", x)
+    (a,), (b,) = ours.values(), theirs.values()
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (3,) and not np.allclose(a, 10.0)

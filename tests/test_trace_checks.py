@@ -155,3 +155,21 @@ def test_integer_powers_give_float32():
     x = mge.tensor([1, 2, 3])
     assert (x ** 2).dtype == np.float32
     np.testing.assert_allclose((x ** -1).numpy(), [1.0, 0.5, 1 / 3], rtol=1e-6)
+
+
+def test_outside_values_given_in_place_of_traced_ones_are_fed():
+    """As in MegEngine, an input traced on one outside value takes whatever outside value
+    the replay gives there (here the other argument, or a global)."""
+    state = {"swap": False}
+    other = mge.tensor([100.0, 200.0])
+
+    @trace(symbolic=True)
+    def fn(a, b):
+        return a - b if not state["swap"] else (b if state["swap"] == 1 else other) - a
+
+    a, b = mge.tensor([1.0, 2.0]), mge.tensor([10.0, 20.0])
+    np.testing.assert_equal(fn(a, b).numpy(), [-9.0, -18.0])
+    state["swap"] = 1
+    np.testing.assert_equal(fn(a, b).numpy(), [9.0, 18.0])
+    state["swap"] = 2
+    np.testing.assert_equal(fn(a, b).numpy(), [99.0, 198.0])

@@ -24,11 +24,63 @@ class GaussianRNG(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # GaussianRNG
+    def Seed(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # GaussianRNG
+    def Mean(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # GaussianRNG
+    def Std(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
+    # GaussianRNG
+    def Dtype(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
 def GaussianRNGStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(4)
 
 def Start(builder):
     GaussianRNGStart(builder)
+
+def GaussianRNGAddSeed(builder, seed):
+    builder.PrependUint64Slot(0, seed, 0)
+
+def AddSeed(builder, seed):
+    GaussianRNGAddSeed(builder, seed)
+
+def GaussianRNGAddMean(builder, mean):
+    builder.PrependFloat32Slot(1, mean, 0.0)
+
+def AddMean(builder, mean):
+    GaussianRNGAddMean(builder, mean)
+
+def GaussianRNGAddStd(builder, std):
+    builder.PrependFloat32Slot(2, std, 1.0)
+
+def AddStd(builder, std):
+    GaussianRNGAddStd(builder, std)
+
+def GaussianRNGAddDtype(builder, dtype):
+    builder.PrependInt8Slot(3, dtype, 0)
+
+def AddDtype(builder, dtype):
+    GaussianRNGAddDtype(builder, dtype)
 
 def GaussianRNGEnd(builder):
     return builder.EndObject()

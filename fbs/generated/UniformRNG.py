@@ -24,11 +24,37 @@ class UniformRNG(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # UniformRNG
+    def Seed(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # UniformRNG
+    def Dtype(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 0
+
 def UniformRNGStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(2)
 
 def Start(builder):
     UniformRNGStart(builder)
+
+def UniformRNGAddSeed(builder, seed):
+    builder.PrependUint64Slot(0, seed, 0)
+
+def AddSeed(builder, seed):
+    UniformRNGAddSeed(builder, seed)
+
+def UniformRNGAddDtype(builder, dtype):
+    builder.PrependInt8Slot(1, dtype, 0)
+
+def AddDtype(builder, dtype):
+    UniformRNGAddDtype(builder, dtype)
 
 def UniformRNGEnd(builder):
     return builder.EndObject()

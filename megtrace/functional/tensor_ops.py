@@ -6,7 +6,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtype as _dt
-from ..dispatch import apply
+from ..dispatch import active_recorder, apply
+from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
 
@@ -15,10 +16,16 @@ __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "
            "ones_like", "full_like", "arange", "linspace"]
 
 
+def _dims(shape) -> tuple[int, ...]:
+    """A shape argument as ints, keeping traced dims (SymInt) so the trace records how
+    they were computed (megtrace/symbolic.py)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
+
+
 def reshape(inp: Tensor, target_shape: Sequence[int] | int) -> Tensor:
     """Reshape to `target_shape`; one entry may be -1."""
-    shape = (target_shape,) if isinstance(target_shape, int) else tuple(target_shape)
-    return apply("reshape", require_tensor("reshape", inp), shape=tuple(int(d) for d in shape))
+    return apply("reshape", require_tensor("reshape", inp), shape=_dims(target_shape))
 
 
 def flatten(inp: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
@@ -101,7 +108,7 @@ def broadcast_to(inp: Tensor, shape) -> Tensor:
                 raise ValueError("size connot be `None` for new axis")
             shape[i] = x.shape[i - lead]
         else:
-            shape[i] = int(s.item() if isinstance(s, Tensor) else s)
+            shape[i] = s if isinstance(s, SymInt) else int(s.item() if isinstance(s, Tensor) else s)
             if shape[i] < 0:
                 raise ValueError(f"expect shape[{i}] >= 0 or use `None` to auto infer, got "
                                  f"{shape[i]}")
@@ -168,20 +175,28 @@ def _scalar(value):
     return value.item() if isinstance(value, Tensor) else value
 
 
+def _filled(shape, value, dtype, device) -> Tensor:
+    """A constant; in a trace, a shape with traced dims makes it Broadcast(value, shape),
+    as MegEngine writes it, so the dumped model follows the input's size."""
+    if isinstance(shape, (tuple, list)) and has_symbols(shape) and active_recorder():
+        return broadcast_to(Tensor(np.array(value), dtype=dtype, device=device), _dims(shape))
+    return Tensor(np.full(_shape(shape), value), dtype=dtype, device=device)
+
+
 def full(shape, value, dtype=None, device=None) -> Tensor:
     """A tensor of `shape` filled with `value`; the dtype defaults to `Tensor(value)`'s."""
     value = _scalar(value)
     if dtype is None:
         dtype = Tensor(value).dtype
-    return Tensor(np.full(_shape(shape), value), dtype=dtype, device=device)
+    return _filled(shape, value, dtype, device)
 
 
 def zeros(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.zeros(_shape(shape)), dtype=dtype, device=device)
+    return _filled(shape, 0, dtype, device)
 
 
 def ones(shape, dtype="float32", device=None) -> Tensor:
-    return Tensor(np.ones(_shape(shape)), dtype=dtype, device=device)
+    return _filled(shape, 1, dtype, device)
 
 
 def zeros_like(inp: Tensor) -> Tensor:
@@ -195,7 +210,7 @@ def ones_like(inp: Tensor) -> Tensor:
 def full_like(inp: Tensor, value) -> Tensor:
     """A tensor with `inp`'s shape, dtype and device, filled with `value`."""
     inp = require_tensor("full_like", inp)
-    return Tensor(np.full(inp.shape, _scalar(value)), dtype=inp.dtype, device=inp.device)
+    return _filled(inp.shape, _scalar(value), inp.dtype, inp.device)
 
 
 def arange(start=0, stop=None, step=1, dtype="float32", device=None) -> Tensor:

@@ -57,13 +57,7 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
         raise TraceError("trace: call the traced function once before dump()")
     entry = next(iter(self._entries.values()))
     graph = entry.graph
-    drawn = [v for v in graph.inputs if v in entry.sources and entry.sources[v].kind == "rng"]
-    if drawn:
-        from ..errors import UnsupportedOpError
-        raise UnsupportedOpError(
-            "dump: megtrace.random ops cannot be written to a .mge yet (MegEngine writes "
-            "them as UniformRNG/GaussianRNG/... oprs whose param tables megtrace's schema "
-            f"lacks); the graph draws {len(drawn)} random key(s)")
+    graph = _freeze_random_keys(graph, entry)
     if not graph.outputs:
         raise ValueError("the traced function without return values cannot be dumped, the "
                          "traced function should return List[Tensor] or Dict[str, Tensor]")
@@ -77,7 +71,12 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     if len(set(in_names)) != len(in_names) or "" in in_names:
         raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
     optimize_options = 0
-    if optimize_for_inference:
+    if optimize_for_inference and any(n.op.name.startswith("rng_") for n in graph.nodes):
+        import warnings
+        warnings.warn("dump: optimize_for_inference skipped: the graph has megtrace.random "
+                      "ops, which TVM's constant folding would freeze into constants",
+                      stacklevel=2)
+    elif optimize_for_inference:
         graph, optimize_options = _optimized(graph, kwargs)
     meta = Metadata(is_valid=bool(enable_metadata),
                     user_info=dumps(user_info) if enable_metadata else None,
@@ -107,6 +106,21 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
         data = write_container(data, cases, in_names)
     _write_atomic(file, data, append)
     return result
+
+
+def _freeze_random_keys(graph: Graph, entry) -> Graph:
+    """megtrace.random keys are graph inputs so that compiled runs draw new numbers; the
+    .mge writes MegEngine's RNG oprs (which draw their own) and keeps no key input, so
+    each key becomes the constant drawn while tracing."""
+    keys = {v: entry.sources[v].value for v in graph.inputs
+            if v in entry.sources and entry.sources[v].kind == "rng"}
+    if not keys:
+        return graph
+    names = [n for v, n in zip(graph.inputs, graph.input_names) if v not in keys]
+    frozen = Graph([v for v in graph.inputs if v not in keys], {**graph.consts, **keys},
+                   list(graph.nodes), [], names)
+    frozen.set_outputs(graph.outputs, graph.output_names)
+    return frozen
 
 
 def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:

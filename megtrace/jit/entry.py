@@ -40,6 +40,7 @@ class Source:
     tensor: Any = None          # weakref to the outside tensor (captured/external)
     version: int = 0
     stream: Any = None          # rng: the generator keys are drawn from
+    value: Any = None           # rng: the key drawn while tracing (a dump freezes it)
 
     def outside(self):
         return self.tensor() if self.tensor is not None else None
@@ -59,6 +60,7 @@ class TraceEntry:
     exec_outputs: list[Var] = field(default_factory=list)
     target: Any = None                             # from the inputs' device when not given
     simplify: bool = False                         # opt_level >= 1: MegEngine's arith rules
+    symbolic_shape: bool = True                    # Tensor.shape gave SymInts while tracing
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
@@ -83,11 +85,13 @@ class TraceEntry:
 
     def exec_graph(self) -> Graph:
         """The graph that runs: declared outputs plus values read from Python while tracing
-        (its outputs are `exec_outputs`, in order, possibly as other Vars once simplified)."""
+        (its outputs are `exec_outputs`, in order, possibly as other Vars once simplified),
+        with static shapes: it is compiled for these input shapes."""
         n = len(self.out_vars)
         names = [f"output_{i}" for i in range(n)] + \
             [f"required_{i}" for i in range(len(self.exec_outputs) - n)]
-        return self._optimized(self.full_graph.with_outputs(self.exec_outputs, names))
+        return self._optimized(self.full_graph.with_outputs(self.exec_outputs, names)
+                               .without_shape_inputs())
 
 
 def weak(t) -> Any:

@@ -10,16 +10,21 @@ import numpy as np
 from ..errors import TraceError
 from ..interpreter import evaluate
 from ..ir import Graph, TensorType, Var
-from ..ops import OpDef
+from ..ops import OpDef, get
+from ..symbolic import ARITHMETIC, SymInt, dims_of, leaves, plain
 from ..tensor import Tensor
 from .entry import Source, TapeItem, weak
 from .location import user_location
 
 
 class TraceRecorder:
-    def __init__(self, *, symbolic: bool, capture_as_const: bool):
+    def __init__(self, *, symbolic: bool, capture_as_const: bool, symbolic_shape: bool = True):
         self.graph = Graph()
         self.symbolic = symbolic
+        self.symbolic_shape = symbolic_shape
+        self._dims: dict[Var, tuple[SymInt, ...]] = {}     # shapes handed out as SymInts
+        self._shape_vars: dict[Var, Var] = {}               # shape_of node per value
+        self._int_vars: dict[int, tuple[SymInt, Var]] = {}  # SymInt id -> its 0-d value
         self.capture_as_const = capture_as_const
         self.tape: list[TapeItem] = []
         self.sources: dict[Var, Source] = {}
@@ -97,7 +102,7 @@ class TraceRecorder:
         constant), so that every run of the compiled graph draws a new one."""
         var = self.graph.add_input(TensorType(key.shape, key.dtype),
                                    f"rng_key_{len(self.externals)}")
-        self.sources[var] = Source("rng", stream=stream)
+        self.sources[var] = Source("rng", stream=stream, value=key.numpy())
         self.externals.append(var)
         self._values[var] = key.numpy()
         self._vars[id(key)] = var
@@ -107,14 +112,61 @@ class TraceRecorder:
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         in_vars = [self.var_of(t) for t in inputs]
         hint = ".".join(self._scopes[1:] + [op.name])
-        outs = self.graph.add_node(op, in_vars, params, hint)
+        node_inputs = list(in_vars)
+        shape = params.get("shape") if op.shape_input else None
+        if shape is not None and any(self._ours(d) for d in shape):
+            node_inputs.append(self._shape_value(shape))
+        params = plain(params)
+        outs = self.graph.add_node(op, node_inputs, params, hint)
         self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location()))
         consts = self.graph.consts
         if not self.symbolic and not all(v in consts for v in outs):
-            values = op.run_eager([self._value_of(v) for v in in_vars], dict(op.bind(params)))
+            values = op.run_eager([self._value_of(v) for v in node_inputs],
+                                  dict(op.bind(params)))
             self._values.update(zip(outs, values))
         # Values stay in the recorder, so that reading one from Python is noticed.
         return tuple(self._traced(var) for var in outs)
+
+    # -- symbolic shapes (megtrace/symbolic.py) -----------------------------------------
+    def traced_shape(self, var: Var) -> tuple[int, ...]:
+        """`Tensor.shape` of a traced value: SymInts that know they are var's dims."""
+        if not self.symbolic_shape or var in self.graph.consts:
+            return var.type.shape
+        dims = self._dims.get(var)
+        if dims is None:
+            dims = self._dims[var] = dims_of(var)
+        return dims
+
+    def _ours(self, value) -> bool:
+        return isinstance(value, SymInt) and all(leaf[1] in self._dims for leaf in leaves(value))
+
+    def _shape_value(self, shape) -> Var:
+        """The int32 vector computing `shape` at run time (its SymInts as expressions)."""
+        parts = [self._int_value(d) for d in shape]
+        return self.graph.add_node(get("make_shape"), parts, {}, "shape")[0]
+
+    def _int_value(self, d) -> Var:
+        """A 0-d int32 value: d's expression when it is ours, else the constant."""
+        if not self._ours(d):
+            return self.graph.add_const(np.array(int(d), np.int32))
+        known = self._int_vars.get(id(d))
+        if known is not None:
+            return known[1]
+        expr, g = d.expr, self.graph
+        if expr[0] == "dim":
+            var, axis = expr[1], expr[2]
+            if var not in self._shape_vars:
+                self._shape_vars[var] = g.add_node(get("shape_of"), [var], {}, "shape_of")[0]
+            index = ((0, None, None, None, axis),)
+            (out,) = g.add_node(get("subtensor"), [self._shape_vars[var]], {"index": index},
+                                "dim")
+        elif expr[0] == "neg":
+            (out,) = g.add_node(get("neg"), [self._int_value(expr[1])], {}, "dim")
+        else:
+            operands = [self._int_value(a) for a in expr[1:]]
+            (out,) = g.add_node(get(ARITHMETIC[expr[0]][1]), operands, {}, "dim")
+        self._int_vars[id(d)] = (d, out)      # keeps d alive, so its id stays unique
+        return out
 
     def _value_of(self, var: Var) -> np.ndarray:
         if var in self.graph.consts:

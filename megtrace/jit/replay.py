@@ -19,6 +19,7 @@ from ..errors import TraceError
 from ..interpreter import evaluate
 from ..ir import Var
 from ..ops import OpDef
+from ..symbolic import dims_of
 from ..tensor import Tensor
 from .entry import TapeItem, TraceEntry
 from .location import user_location
@@ -59,6 +60,14 @@ class Replayer:
 
     def scope(self, name: str, tensors: dict):
         return nullcontext()
+
+    def traced_shape(self, var: Var) -> tuple[int, ...]:
+        """SymInts as while tracing, so that the function takes the same path (F.zeros of
+        a traced shape is an op, not a constant); their expressions are already in the
+        graph."""
+        if not self.entry.symbolic_shape or self.entry.const_value(var) is not None:
+            return var.type.shape
+        return dims_of(var)
 
     def created(self, t: Tensor) -> None:
         self._created.add(id(t))
@@ -162,11 +171,15 @@ class Replayer:
         return self._results[var]
 
     def _feeds(self) -> dict[Var, np.ndarray | None]:
+        """Graph inputs: the arguments, outside tensors as they are now, and whatever this
+        call gave an input in their place (MegEngine feeds an external var the value
+        given there, even another argument)."""
         feeds: dict[Var, np.ndarray | None] = dict(self._args)
         for var in self.entry.externals:
-            t = self._fed.get(var)
-            t = t if t is not None else self.entry.sources[var].outside()
+            t = self.entry.sources[var].outside()
             feeds[var] = t.numpy() if t is not None else None
+        for var, t in self._fed.items():
+            feeds[var] = t.numpy()
         return feeds
 
     def finish(self, leaves: list[Tensor]) -> list[np.ndarray]:

@@ -181,7 +181,8 @@ class trace:
         return feeds
 
     def _record(self, args, kwargs, bindings):
-        rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const)
+        rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const,
+                            symbolic_shape=self._symbolic_shape)
         proxies = {name: rec.bind_input(t, name) for name, t in bindings}
         arg_vars = [(n, p._var) for n, p in proxies.items()]   # proxies may be materialized
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
@@ -204,6 +205,7 @@ class trace:
         entry.simplify = abs(self._opt_level) >= 1
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
+        entry.symbolic_shape = self._symbolic_shape
         # Python read these arguments' values (a repeat count, a shape given as a tensor):
         # the trace holds for those values only, so other values trace again.
         read_values = tuple((n, rec._values[v].tobytes()) for n, v in arg_vars

@@ -4,6 +4,7 @@ from . import math_extra, sort_linalg, tensor_extra  # noqa: F401  (kept apart: 
 from . import random  # noqa: F401  (megtrace.random's generators)
 from . import advanced_indexing  # noqa: F401  (Tensor indexing: core)
 from . import onehot, warp, window  # noqa: F401  (image/vision ops: nn)
+from . import shape_exprs  # noqa: F401
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get, register
 
 __all__ = ["MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get", "register"]

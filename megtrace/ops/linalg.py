@@ -7,7 +7,8 @@ from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
-from .shape import emit_reshape
+from .reduce import REDUCE
+from .shape import CONCAT, GET_VAR_SHAPE, RESHAPE, SUBTENSOR, emit_reshape
 
 
 def _matmul_infer(a, b, *, transpose_a, transpose_b):
@@ -59,26 +60,80 @@ def _matmul_mge(types):
 
 
 def _matmul_emit(em, types, p, inputs):
-    """N-d matmul as MegEngine graphs spell it: x @ W (2-d W) folds the batch into rows;
-    batched operands are broadcast, flattened to 3-d, multiplied and reshaped back."""
+    """N-d matmul as MegEngine 1.13 dumps F.matmul: the batch axes are folded with shapes
+    computed at run time (GetVarShape, Subtensor, Reduce PRODUCT, Concat), so the file runs
+    at any batch size. x @ W (2-d W) folds the batch into rows of one MatrixMul; batched
+    operands become 3-d for BatchedMatrixMul; the result is reshaped back."""
     ta, tb = types
     a, b = inputs
-    out = _matmul_infer(ta, tb, **p)
-    i32 = lambda shape: em.const(np.array(shape, np.int32))  # noqa: E731
     fields = _matmul_fields(p)
+    shapes = _ShapeParts(em)
     if tb.ndim == 2 and not p["transpose_a"]:
-        rows = emit_reshape(em, a, (-1, ta.shape[-1]))
-        y = em.opr(MATRIX_MUL, fields, [rows, b])
-        return emit_reshape(em, y, out.shape)
+        lead, rows = shapes.fold(a, 1)
+        y = em.opr(MATRIX_MUL, fields, [shapes.reshape(a, [rows, shapes.tail(a, 1)]), b])
+        return shapes.reshape(y, [lead, shapes.tail(y, 1)])
+    out = _matmul_infer(ta, tb, **p)
+    batch = out.shape[:-2]
+    full = [i for i, t in enumerate(types) if t.shape[:-2] == batch]
+    if not full:            # both operands broadcast: only the traced batch is known
+        return _matmul_emit_static(em, types, p, inputs, out)
+    src = inputs[full[0]]
+    lead, count = shapes.fold(src, 2)
+    flat = []
+    for x, t in zip(inputs, types):
+        if t.shape[:-2] != batch:
+            x = em.opr(BROADCAST, {}, [x, shapes.concat([lead, shapes.tail(x, 2)])])
+        flat.append(shapes.reshape(x, [count, shapes.tail(x, 2)]))
+    y = em.opr(BATCHED_MATRIX_MUL, fields, flat)
+    return shapes.reshape(y, [lead, shapes.tail(y, 2)])
+
+
+class _ShapeParts:
+    """Run-time shape pieces as MegEngine writes them: shape[:-k], its product, shape[-k:]."""
+
+    def __init__(self, em):
+        self.em = em
+        self._consts: dict[int, int] = {}
+        self._shapes: dict[int, int] = {}
+
+    def _int(self, v: int) -> int:
+        if v not in self._consts:
+            self._consts[v] = self.em.const(np.array([v], np.int32))
+        return self._consts[v]
+
+    def _slice(self, x: int, k: int, head: bool) -> int:
+        item = {"axis": 0, "begin": not head, "end": head, "step": False, "idx": False}
+        if x not in self._shapes:
+            self._shapes[x] = self.em.opr(GET_VAR_SHAPE, {}, [x])
+        return self.em.opr(SUBTENSOR, {"items": [item]}, [self._shapes[x], self._int(-k)])
+
+    def fold(self, x: int, k: int) -> tuple[int, int]:
+        """(shape[:-k], product of it) of x."""
+        lead = self._slice(x, k, head=True)
+        return lead, self.em.opr(REDUCE, {"mode": "PRODUCT", "axis": 0}, [lead])
+
+    def tail(self, x: int, k: int) -> int:
+        return self._slice(x, k, head=False)
+
+    def concat(self, parts: list[int]) -> int:
+        return self.em.opr(CONCAT, {"axis": 0}, parts)
+
+    def reshape(self, x: int, parts: list[int]) -> int:
+        return self.em.opr(RESHAPE, {}, [x, self.concat(parts)])
+
+
+def _matmul_emit_static(em, types, p, inputs, out):
+    """Both operands broadcast along the batch: reshapes to the traced shapes."""
+    ta, tb = types
     batch = out.shape[:-2]
     n = int(np.prod(batch, dtype=np.int64))
     flat = []
-    for x, t in ((a, ta), (b, tb)):
+    for x, t in zip(inputs, types):
         full = batch + t.shape[-2:]
         if t.shape != full:
-            x = em.opr(BROADCAST, {}, [x, i32(full)])
+            x = em.opr(BROADCAST, {}, [x, em.const(np.array(full, np.int32))])
         flat.append(emit_reshape(em, x, (n,) + t.shape[-2:]))
-    y = em.opr(BATCHED_MATRIX_MUL, fields, flat)
+    y = em.opr(BATCHED_MATRIX_MUL, _matmul_fields(p), flat)
     return emit_reshape(em, y, out.shape)
 
 

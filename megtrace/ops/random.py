@@ -8,11 +8,15 @@ of the output hashes (key, i) with a 32-bit integer mixer (xor-shift-multiply, t
 lowering, so eager and compiled results agree bit for bit for the same key.
 
 uniform: (bits >> 8) * 2^-24 in [0, 1). normal: Box-Muller on two such draws.
+A .mge holds them as MegEngine does: UniformRNG / GaussianRNG oprs with the generator's
+`seed` (a param here too, as in MegEngine's ops) fed an ImmutableTensor of the output
+shape; the runtime then draws its own numbers, new on every run. The key becomes an
+unused constant there. Such models are not read back (the key has no MegEngine form).
+
 gamma, beta and poisson need rejection sampling, which has no fixed-size Relax form
-here: they are eager (NumPy's Philox generator seeded by the key) and a trace using
-them cannot be compiled yet. None of these ops can be written to a .mge yet (the
-FlatBuffers param tables of UniformRNG/GaussianRNG/GammaRNG/... are not in
-fbs/schema/params.fbs), so `mge` is None and dump refuses them.
+here: they are eager (NumPy's Philox generator seeded by the key), a trace using them
+cannot be compiled, and they are not written to .mge (GammaRNG/BetaRNG/PoissonRNG
+param tables are not in fbs/schema/params.fbs yet).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
-from .registry import OpDef, register
+from .registry import MgeComposite, MgeOpr, OpDef, register
 
 _GOLDEN = 0x9E3779B9
 _MUL1, _MUL2 = 0x7FEB352D, 0x846CA68B
@@ -80,17 +84,17 @@ def _count(shape) -> int:
 
 
 # -- uniform ---------------------------------------------------------------------------------
-def _uniform_infer(key, *, shape):
+def _uniform_infer(key, *, shape, seed):
     _key_type("rng_uniform", key)
     return TensorType(_shape("rng_uniform", shape), "float32")
 
 
-def _uniform_np(key, *, shape):
+def _uniform_np(key, *, shape, seed):
     bits = _bits_np(key, np.arange(_count(shape), dtype=np.uint32))
     return ((bits >> np.uint32(8)).astype(np.float32) * np.float32(_SCALE)).reshape(shape)
 
 
-def _uniform_rx(L, key, *, shape):
+def _uniform_rx(L, key, *, shape, seed):
     R = L.R
     index = R.arange(0, _count(shape), 1, dtype="uint32")
     bits = R.right_shift(_bits_rx(L, key, index), L.const(8, "uint32"))
@@ -99,12 +103,12 @@ def _uniform_rx(L, key, *, shape):
 
 
 # -- normal (Box-Muller) -----------------------------------------------------------------
-def _normal_infer(key, *, shape, mean, std):
+def _normal_infer(key, *, shape, mean, std, seed):
     _key_type("rng_normal", key)
     return TensorType(_shape("rng_normal", shape), "float32")
 
 
-def _normal_np(key, *, shape, mean, std):
+def _normal_np(key, *, shape, mean, std, seed):
     j = np.arange(_count(shape), dtype=np.uint32)
     b1 = _bits_np(key, j * np.uint32(2)) >> np.uint32(8)
     b2 = _bits_np(key, j * np.uint32(2) + np.uint32(1)) >> np.uint32(8)
@@ -114,7 +118,7 @@ def _normal_np(key, *, shape, mean, std):
     return (np.float32(mean) + np.float32(std) * z).astype(np.float32).reshape(shape)
 
 
-def _normal_rx(L, key, *, shape, mean, std):
+def _normal_rx(L, key, *, shape, mean, std, seed):
     R = L.R
     f32 = lambda v: L.const(v, "float32")          # noqa: E731
     j = R.multiply(R.arange(0, _count(shape), 1, dtype="uint32"), L.const(2, "uint32"))
@@ -168,10 +172,27 @@ def _poisson_np(key, lam):
     return _philox(key).poisson(lam).astype(np.float32)
 
 
+# -- written as MegEngine's RNG oprs -------------------------------------------------------
+_UNIFORM_RNG = MgeOpr("UniformRNGV1", "UniformRNG")
+_GAUSSIAN_RNG = MgeOpr("GaussianRNGV1", "GaussianRNG")
+
+
+def _uniform_emit(em, types, p, inputs):
+    shape = em.const(np.array(p["shape"] or (1,), np.int32))
+    return em.opr(_UNIFORM_RNG, {"seed": p["seed"], "dtype": "Float32"}, [shape])
+
+
+def _normal_emit(em, types, p, inputs):
+    shape = em.const(np.array(p["shape"] or (1,), np.int32))
+    return em.opr(_GAUSSIAN_RNG, {"seed": p["seed"], "mean": p["mean"], "std": p["std"],
+                                  "dtype": "Float32"}, [shape])
+
+
 register(OpDef("rng_uniform", eager=_uniform_np, infer=_uniform_infer, lower=_uniform_rx,
-               params={"shape": ()}))
+               mge=MgeComposite(_uniform_emit), params={"shape": (), "seed": 0}))
 register(OpDef("rng_normal", eager=_normal_np, infer=_normal_infer, lower=_normal_rx,
-               params={"shape": (), "mean": 0.0, "std": 1.0}))
+               mge=MgeComposite(_normal_emit),
+               params={"shape": (), "mean": 0.0, "std": 1.0, "seed": 0}))
 register(OpDef("rng_gamma", eager=_gamma_np, infer=_gamma_infer))
 register(OpDef("rng_beta", eager=_beta_np, infer=_beta_infer))
 register(OpDef("rng_poisson", eager=_poisson_np, infer=_poisson_infer))

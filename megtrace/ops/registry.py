@@ -74,6 +74,10 @@ class OpDef:
     mge: MgeOpr | MgeComposite | MgeChoice | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     fold_from_types: bool = False   # value depends only on input types (get_shape)
+    # May take one more input than its rule needs: an int32 vector that computes the
+    # `shape` param at run time (a traced shape expression, see megtrace/symbolic.py).
+    # The param stays the truth for the type rule and TVM; the writer writes the input.
+    shape_input: bool = False
     # optimize_for_inference passes the op through TVM's passes as an opaque call, for
     # lowerings (scatter, flat gathers) that would not come back as the op they were.
     opaque_in_optimize: bool = False
@@ -94,6 +98,10 @@ class OpDef:
             raise TypeError(f"{self.name}: expected {want} tensor input(s), got {len(types)}")
         out = self.infer(*types, **kwargs)
         return out if isinstance(out, tuple) else (out,)
+
+    def has_shape_input(self, n_inputs: int) -> bool:
+        """Whether a node of this op with `n_inputs` inputs carries a shape input (last)."""
+        return self.shape_input and n_inputs > _arity(self.infer)[0]
 
     def run_eager(self, arrays: Sequence[np.ndarray], kwargs: dict) -> tuple[np.ndarray, ...]:
         out = self.eager(*arrays, **kwargs)

@@ -45,22 +45,36 @@ def resolve_shape(op: str, size: int, shape) -> tuple[int, ...]:
     return shape
 
 
-def emit_reshape(em, x: int, shape) -> int:
-    """ReshapeV1 to a constant shape; a -1 entry must be named by the param's axis."""
+def emit_reshape(em, x: int, shape, tshape: int | None = None) -> int:
+    """ReshapeV1 to `shape`, given as a constant or by the shape value `tshape` (a traced
+    shape expression); a -1 entry must be named by the param's axis."""
     shape = tuple(int(d) for d in shape)
     fields = {"axis": shape.index(-1)} if -1 in shape else {}
-    return em.opr(RESHAPE, fields, [x, em.const(np.array(shape, np.int32))])
+    if tshape is None:
+        tshape = em.const(np.array(shape, np.int32))
+    return em.opr(RESHAPE, fields, [x, tshape])
+
+
+def check_shape_input(op: str, shape, tshape: TensorType | None) -> None:
+    """The optional shape input (OpDef.shape_input) holds one int32 per target dim."""
+    if tshape is not None and (tshape.dtype != "int32" or tshape.shape != (len(shape),)):
+        raise ShapeError(f"{op}: the shape input must be int32[{len(shape)}]; got {tshape}")
+
+
+def _reshape_infer(x, tshape=None, *, shape):
+    check_shape_input("reshape", shape, tshape)
+    return TensorType(resolve_shape("reshape", x.size, shape), x.dtype)
 
 
 def _reshape_emit(em, types, p, inputs):
-    return emit_reshape(em, inputs[0], p["shape"])
+    return emit_reshape(em, inputs[0], p["shape"], inputs[1] if len(inputs) > 1 else None)
 
 
 register(OpDef(
-    "reshape", params={"shape": ()},
-    eager=lambda x, *, shape: x.reshape(shape),
-    infer=lambda x, *, shape: TensorType(resolve_shape("reshape", x.size, shape), x.dtype),
-    lower=lambda L, x, *, shape: L.R.reshape(x, L.out.shape),
+    "reshape", params={"shape": ()}, shape_input=True,
+    eager=lambda x, tshape=None, *, shape: x.reshape(shape),
+    infer=_reshape_infer,
+    lower=lambda L, x, tshape=None, *, shape: L.R.reshape(x, L.out.shape),
     mge=MgeComposite(_reshape_emit),
 ))
 
@@ -175,18 +189,23 @@ register(OpDef(
 
 
 # -- broadcast_to ---------------------------------------------------------------------
-def _broadcast_infer(x, *, shape):
+def _broadcast_infer(x, tshape=None, *, shape):
+    check_shape_input("broadcast_to", shape, tshape)
     if len(shape) < x.ndim or any(d not in (1, s) for d, s in zip(x.shape[::-1], shape[::-1])):
         raise ShapeError(f"broadcast_to: cannot broadcast {x} to {tuple(shape)}")
     return TensorType(tuple(shape), x.dtype)
 
 
+def _broadcast_emit(em, types, p, inputs):
+    tshape = inputs[1] if len(inputs) > 1 else em.const(np.array(p["shape"], np.int32))
+    return em.opr(BROADCAST, {}, [inputs[0], tshape])
+
+
 register(OpDef(
-    "broadcast_to", params={"shape": ()}, infer=_broadcast_infer,
-    eager=lambda x, *, shape: np.array(np.broadcast_to(x, shape)),
-    lower=lambda L, x, *, shape: L.R.broadcast_to(x, L.out.shape),
-    mge=MgeComposite(lambda em, types, p, inputs: em.opr(
-        BROADCAST, {}, [inputs[0], em.const(np.array(p["shape"], np.int32))])),
+    "broadcast_to", params={"shape": ()}, infer=_broadcast_infer, shape_input=True,
+    eager=lambda x, tshape=None, *, shape: np.array(np.broadcast_to(x, shape)),
+    lower=lambda L, x, tshape=None, *, shape: L.R.broadcast_to(x, L.out.shape),
+    mge=MgeComposite(_broadcast_emit),
 ))
 BROADCAST = MgeOpr("Broadcast", "Empty")
 

@@ -66,7 +66,8 @@ class RNG:
                 size: Optional[Iterable[int]] = None) -> Tensor:
         """Uniform on [low, high); shape `size` (default (1,))."""
         assert low < high, "Uniform is not defined when low >= high"
-        out = apply("rng_uniform", _key(self._stream), shape=_size(size))
+        out = apply("rng_uniform", _key(self._stream), shape=_size(size),
+                    seed=self._stream.seed)
         if low == 0 and high == 1:
             return out
         return low + (high - low) * out
@@ -75,7 +76,7 @@ class RNG:
                size: Optional[Iterable[int]] = None) -> Tensor:
         """Gaussian with `mean` and `std`; shape `size` (default (1,))."""
         return apply("rng_normal", _key(self._stream), shape=_size(size), mean=float(mean),
-                     std=float(std))
+                     std=float(std), seed=self._stream.seed)
 
     def gamma(self, shape: Union[Tensor, float], scale: Union[Tensor, float] = 1,
               size: Optional[Iterable[int]] = None) -> Tensor:
@@ -119,7 +120,7 @@ class RNG:
         from .. import functional as F
         if n == 0:
             return Tensor(np.zeros(0, np.int32))
-        keys = apply("rng_uniform", _key(self._stream), shape=(n,))
+        keys = apply("rng_uniform", _key(self._stream), shape=(n,), seed=self._stream.seed)
         return F.topk(keys, n)[1]
 
     def _shuffled(self, inp: Tensor) -> Tensor:
