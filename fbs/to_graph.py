@@ -449,3 +449,12 @@ def _dot(g, opr, ins, _):
     """MegEngine's Dot gives shape (1,), megtrace's dot a scalar."""
     (y,) = g.add_node(get("dot"), ins, {}, _hint(opr))
     return list(g.add_node(get("reshape"), [y], {"shape": (1,)}, _hint(opr)))
+
+
+@rule("IndexingSetOneHot")
+def _set_one_hot(g, opr, ins, _):
+    """data with value written at index along axis (F.one_hot writes it on zeros)."""
+    data, index, value = ins
+    axis = int(_fields(opr).get("axis", 0))
+    (at,) = g.add_node(get("expand_dims"), [index], {"axis": (axis,)}, _hint(opr))
+    return list(g.add_node(get("scatter"), [data, at, value], {"axis": axis}, _hint(opr)))

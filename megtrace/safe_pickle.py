@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any, BinaryIO, Mapping
+import sys
+from typing import Any, BinaryIO, Callable, Mapping
 
 # (module, name) pairs a checkpoint may reference; everything else is refused.
 ALLOWED: frozenset[tuple[str, str]] = frozenset({
@@ -19,6 +20,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset({
                                 "object")),
     ("collections", "OrderedDict"),
     ("copyreg", "_reconstructor"),       # constructs only classes that are themselves allowed
+    ("copyreg", "__newobj__"),           # cls.__new__(cls) of an allowed class
     ("_codecs", "encode"),               # NumPy's protocol-2 array bytes
     *((m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
       for n in ("_reconstruct", "scalar")),
@@ -32,13 +34,16 @@ class UnsafePickleError(pickle.UnpicklingError):
 
 
 class SafeUnpickler(pickle.Unpickler):
-    """`pickle.Unpickler` that resolves only ALLOWED names, NumPy's dtype classes, and
-    the `extra` stand-ins it is given ((module, name) -> object)."""
+    """`pickle.Unpickler` that resolves only ALLOWED names, NumPy's dtype classes, the
+    `extra` stand-ins it is given ((module, name) -> object), and classes of modules the
+    program has ALREADY imported that `allow_class` accepts (e.g. Module subclasses: a
+    pickled model rebuilds the user's own classes, but a file never imports anything)."""
 
     def __init__(self, file: BinaryIO, *, extra: Mapping[tuple[str, str], Any] | None = None,
-                 what: str = "load"):
+                 allow_class: Callable[[type], bool] | None = None, what: str = "load"):
         super().__init__(file)
         self._extra = dict(extra or {})
+        self._allow_class = allow_class
         self._what = what
 
     def find_class(self, module: str, name: str) -> Any:
@@ -46,6 +51,11 @@ class SafeUnpickler(pickle.Unpickler):
             return self._extra[(module, name)]
         if (module, name) in ALLOWED or (module == "numpy.dtypes" and name.endswith("DType")):
             return super().find_class(module, name)
+        loaded = sys.modules.get(module)
+        if self._allow_class is not None and loaded is not None and "." not in name:
+            value = getattr(loaded, name, None)
+            if isinstance(value, type) and self._allow_class(value):
+                return value
         raise UnsafePickleError(
             f"{self._what}: the pickle wants {module}.{name}, which is not a type a checkpoint "
             "holds (plain containers, numbers, strings, NumPy arrays, tensors); unpickling it "

@@ -70,10 +70,17 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+def _is_model_class(cls: type) -> bool:
+    """Classes of the running program a safe load may rebuild: Modules and Tensors, whose
+    state is data (the file can name them, never import them)."""
+    from .module.module import Module
+    return issubclass(cls, (Module, Tensor))
+
+
 def _reconstruct(cls, base, state):
-    """copyreg._reconstructor for the one class megtrace pickles with it (QParams)."""
+    """copyreg._reconstructor for the classes a safe load rebuilds (QParams, Modules)."""
     from .quantization.utils import QParams
-    if cls is not QParams or base is not object:
+    if not (cls is QParams or _is_model_class(cls)) or base is not object:
         from .safe_pickle import UnsafePickleError
         raise UnsafePickleError(f"load: the pickle reconstructs {cls!r}, which is not a type "
                                 "a checkpoint holds; if you trust the file, pass "
@@ -92,7 +99,7 @@ def _unpickler(fh, weights_only: bool, map_location=None) -> pickle.Unpickler:
         extra[("copyreg", "_reconstructor")] = _reconstruct
         # MegEngine pickles a tensor's dtype as a NumPy scalar type (numpy.int8)
         extra.update({("numpy", name): getattr(np, name) for name in _NUMPY_SCALAR_TYPES})
-        return SafeUnpickler(fh, extra=extra)
+        return SafeUnpickler(fh, extra=extra, allow_class=_is_model_class)
     return _Unpickler(fh, map_location)
 
 
@@ -165,10 +172,11 @@ def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True) -> Any:
-    """Unpickle a checkpoint (ours or MegEngine's): state dicts, tensors, arrays and plain
-    containers. By default nothing else is constructed, so a hostile file cannot run code
+    """Unpickle a checkpoint (ours or MegEngine's): state dicts, tensors, arrays, plain
+    containers, and whole Modules whose classes the program has already imported. By
+    default nothing else is constructed, so a hostile file cannot run code
     (megtrace.safe_pickle); `weights_only=False` unpickles anything — only for files you
-    trust (e.g. a whole pickled Module)."""
+    trust."""
     if hasattr(f, "read"):
         return _writable(_unpickler(f, weights_only, map_location).load())
     with open(os.fspath(f), "rb") as fh:

@@ -153,8 +153,8 @@ class Tensor:
             if self._owner is not None:          # a traced tensor: its trace decides
                 self._value = self._owner.read_value(self)
             else:
-                raise TraceError("trace error because value unreadable: this tensor comes "
-                                 "from a record_only trace and has no value")
+                raise TraceError.because("value unreadable", "this tensor comes from a "
+                                         "record_only trace and has no value")
         return self._value.copy()
 
     def item(self, *args):

@@ -67,6 +67,8 @@ class CompiledGraph:
         zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
         aligned staging buffer of this thread."""
         array = np.asarray(array)
+        if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
+            return tvm().runtime.tensor(array, self._device)
         if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
             staging = self._per_thread.staging
             buf = staging.get(slot)
@@ -106,9 +108,9 @@ def has_empty_values(graph: Graph) -> bool:
 
 
 def has_unlowered_ops(graph: Graph) -> bool:
-    """Whether `graph` uses an op Relax cannot express (matinv, svd): such graphs run on
-    the NumPy interpreter, like graphs with 0-size values."""
-    return any(n.op.lower is None for n in graph.nodes)
+    """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
+    such graphs run on the NumPy interpreter, like graphs with 0-size values."""
+    return any(n.op.interpreted for n in graph.nodes)
 
 
 def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:

@@ -1,7 +1,10 @@
 """Run a .mge file in the real MegEngine Lite 1.13 runtime (executed in a subprocess).
 
 usage: python lite_runner.py LITE_DIR MODEL INPUTS.npz OUTPUTS.npz
-Writes every network output, by name, to OUTPUTS.npz. Standalone: it imports nothing
+       python lite_runner.py LITE_DIR --batch JOBS.json
+Writes every network output, by name, to OUTPUTS.npz. With --batch, JOBS.json lists
+[model, inputs, outputs] triples run in this one process; a model Lite refuses gets its
+error text written to OUTPUTS.npz + ".error" instead. Standalone: it imports nothing
 from megtrace, so a crash in Lite cannot take the test process down.
 """
 import sys
@@ -24,7 +27,25 @@ def _import_lite(lite_dir: str):
 
 
 def main(lite_dir: str, model: str, inputs_path: str, outputs_path: str) -> int:
+    run(_import_lite(lite_dir), model, inputs_path, outputs_path)
+    return 0
+
+
+def batch(lite_dir: str, jobs_path: str) -> int:
+    import json
     lite = _import_lite(lite_dir)
+    with open(jobs_path) as f:
+        jobs = json.load(f)
+    for model, inputs_path, outputs_path in jobs:
+        try:
+            run(lite, model, inputs_path, outputs_path)
+        except Exception as e:  # noqa: BLE001 -- Lite's refusal is the result to report
+            with open(outputs_path + ".error", "w") as f:
+                f.write(f"{type(e).__name__}: {e}")
+    return 0
+
+
+def run(lite, model: str, inputs_path: str, outputs_path: str) -> None:
     net = lite.LiteNetwork()
     net.load(model)
     feeds = np.load(inputs_path)
@@ -37,8 +58,9 @@ def main(lite_dir: str, model: str, inputs_path: str, outputs_path: str) -> int:
     net.wait()
     outs = {n: net.get_io_tensor(n).to_numpy().copy() for n in net.get_all_output_name()}
     np.savez(outputs_path, **outs)
-    return 0
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[2] == "--batch":
+        raise SystemExit(batch(sys.argv[1], sys.argv[3]))
     raise SystemExit(main(*sys.argv[1:5]))

@@ -83,6 +83,38 @@ def run_model(model: str | os.PathLike, inputs: dict[str, np.ndarray],
             return {k: data[k] for k in data.files}
 
 
+def run_models(jobs: list[tuple[str | os.PathLike, dict[str, np.ndarray]]],
+               timeout: float = 600) -> list[dict[str, np.ndarray] | str]:
+    """Run many models in one Lite process; for each, its outputs by name or the error
+    text Lite gave when it refused the model."""
+    if not is_prepared():
+        raise LiteUnavailable(f"MegEngine Lite is not prepared in {CACHE}")
+    import json
+    with tempfile.TemporaryDirectory() as tmp:
+        triples = []
+        for i, (model, inputs) in enumerate(jobs):
+            feeds, outs = Path(tmp) / f"in{i}.npz", Path(tmp) / f"out{i}.npz"
+            np.savez(feeds, **inputs)
+            triples.append([str(model), str(feeds), str(outs)])
+        listing = Path(tmp) / "jobs.json"
+        listing.write_text(json.dumps(triples))
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        proc = subprocess.run([sys.executable, str(RUNNER), str(CACHE), "--batch", str(listing)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+        results: list = []
+        for model, _, outs in triples:
+            error = Path(outs + ".error")
+            if error.exists():
+                results.append(error.read_text())
+            elif Path(outs).exists():
+                with np.load(outs) as data:
+                    results.append({k: data[k] for k in data.files})
+            else:              # Lite took the whole process down on an earlier model
+                results.append(f"not run: Lite exited with {proc.returncode}: "
+                               f"{proc.stderr[-2000:]}")
+        return results
+
+
 if __name__ == "__main__":
     if "--prepare" in sys.argv:
         print(f"MegEngine Lite {VERSION} ready in {prepare()}")

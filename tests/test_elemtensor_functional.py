@@ -185,3 +185,29 @@ def test_creation_dtypes_and_devices():
     assert F.zeros_like(mge.tensor([1, 2])).dtype == np.int32
     np.testing.assert_array_equal(F.linspace(0, 10, 4, dtype="int32").numpy(), [0, 3, 6, 10])
     np.testing.assert_array_equal(F.eye(2, 3, dtype="int32").numpy(), np.eye(2, 3))
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_traced_max_min_propagate_nan(symbolic):
+    """MegEngine's max/min of values holding a NaN is NaN (test_math's reduce cases), in
+    traced graphs too (TVM's reductions alone would skip it)."""
+    from megtrace.jit import trace
+    x = np.array([[[1, 2, np.nan, 4], [8, 6, 5, 2], [2, 3, 4, 5]]], np.float32)
+    f = trace(lambda a: (F.max(a), F.min(a, axis=2), F.max(a, axis=1, keepdims=True)),
+              symbolic=symbolic)
+    for _ in range(2):
+        top, low, cols = (t.numpy() for t in f(mge.tensor(x)))
+    assert np.isnan(top)
+    np.testing.assert_array_equal(low, [[np.nan, 2, 2]])
+    np.testing.assert_array_equal(cols, [[[8, 6, np.nan, 5]]])
+
+
+def test_where_checks_its_arguments_as_megengine():
+    m = mge.tensor([True, False])
+    out = F.where(m, mge.tensor([1, 2]), mge.tensor([1.5, 2.5]))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out.numpy(), [1.0, 2.5])
+    with pytest.raises(ValueError, match="^mask must be bool$"):
+        F.where(mge.tensor([1, 0]), mge.tensor([1.0]), mge.tensor([2.0]))
+    with pytest.raises(TypeError, match="^input x must be a tensor$"):
+        F.where(m, 1.0, mge.tensor([2.0]))

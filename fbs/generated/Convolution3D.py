@@ -24,11 +24,180 @@ class Convolution3D(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # Convolution3D
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Convolution3D
+    def PadD(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Convolution3D
+    def PadH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Convolution3D
+    def PadW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Convolution3D
+    def StrideD(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Convolution3D
+    def StrideH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Convolution3D
+    def StrideW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Convolution3D
+    def DilateD(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Convolution3D
+    def DilateH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Convolution3D
+    def DilateW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # Convolution3D
+    def Sparse(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Convolution3D
+    def DataType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(26))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # Convolution3D
+    def Format(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(28))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def Convolution3DStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(13)
 
 def Start(builder):
     Convolution3DStart(builder)
+
+def Convolution3DAddMode(builder, mode):
+    builder.PrependUint32Slot(0, mode, 0)
+
+def AddMode(builder, mode):
+    Convolution3DAddMode(builder, mode)
+
+def Convolution3DAddPadD(builder, padD):
+    builder.PrependUint32Slot(1, padD, 0)
+
+def AddPadD(builder, padD):
+    Convolution3DAddPadD(builder, padD)
+
+def Convolution3DAddPadH(builder, padH):
+    builder.PrependUint32Slot(2, padH, 0)
+
+def AddPadH(builder, padH):
+    Convolution3DAddPadH(builder, padH)
+
+def Convolution3DAddPadW(builder, padW):
+    builder.PrependUint32Slot(3, padW, 0)
+
+def AddPadW(builder, padW):
+    Convolution3DAddPadW(builder, padW)
+
+def Convolution3DAddStrideD(builder, strideD):
+    builder.PrependUint32Slot(4, strideD, 1)
+
+def AddStrideD(builder, strideD):
+    Convolution3DAddStrideD(builder, strideD)
+
+def Convolution3DAddStrideH(builder, strideH):
+    builder.PrependUint32Slot(5, strideH, 1)
+
+def AddStrideH(builder, strideH):
+    Convolution3DAddStrideH(builder, strideH)
+
+def Convolution3DAddStrideW(builder, strideW):
+    builder.PrependUint32Slot(6, strideW, 1)
+
+def AddStrideW(builder, strideW):
+    Convolution3DAddStrideW(builder, strideW)
+
+def Convolution3DAddDilateD(builder, dilateD):
+    builder.PrependUint32Slot(7, dilateD, 1)
+
+def AddDilateD(builder, dilateD):
+    Convolution3DAddDilateD(builder, dilateD)
+
+def Convolution3DAddDilateH(builder, dilateH):
+    builder.PrependUint32Slot(8, dilateH, 1)
+
+def AddDilateH(builder, dilateH):
+    Convolution3DAddDilateH(builder, dilateH)
+
+def Convolution3DAddDilateW(builder, dilateW):
+    builder.PrependUint32Slot(9, dilateW, 1)
+
+def AddDilateW(builder, dilateW):
+    Convolution3DAddDilateW(builder, dilateW)
+
+def Convolution3DAddSparse(builder, sparse):
+    builder.PrependUint32Slot(10, sparse, 0)
+
+def AddSparse(builder, sparse):
+    Convolution3DAddSparse(builder, sparse)
+
+def Convolution3DAddDataType(builder, dataType):
+    builder.PrependUint32Slot(11, dataType, 0)
+
+def AddDataType(builder, dataType):
+    Convolution3DAddDataType(builder, dataType)
+
+def Convolution3DAddFormat(builder, format):
+    builder.PrependUint32Slot(12, format, 0)
+
+def AddFormat(builder, format):
+    Convolution3DAddFormat(builder, format)
 
 def Convolution3DEnd(builder):
     return builder.EndObject()

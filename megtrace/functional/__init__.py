@@ -1,5 +1,7 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
 from . import loss, nn, vision
+from .conv import *  # noqa: F401,F403
+from .conv import __all__ as _conv_all
 from .elemwise import *  # noqa: F401,F403
 from .elemwise import __all__ as _elemwise_all
 from .elemwise_extra import *  # noqa: F401,F403
@@ -18,4 +20,7 @@ from .tensor_ops import __all__ as _tensor_all
 
 __all__ = ["loss", "nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]
-__all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all
+__all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all + _conv_all
+
+for _name in _conv_all:        # MegEngine has them under F.nn too
+    setattr(nn, _name, globals()[_name])

@@ -7,6 +7,7 @@ import numpy as np
 from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
+from .tensor_ops import broadcast_to
 
 __all__ = ["tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
            "atanh", "sign", "logaddexp", "left_shift", "right_shift", "isnan", "isinf"]
@@ -72,7 +73,6 @@ def _check(name: str):
     def fn(inp) -> Tensor:
         x = require_tensor(name, inp)
         if x.dtype.kind != "f":      # integers are never NaN nor infinite
-            from .tensor_ops import broadcast_to
             return broadcast_to(Tensor(False), x.shape)
         return apply(name, x)
     fn.__name__ = fn.__qualname__ = name

@@ -10,8 +10,8 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
 from .reduction import max as _max, sum as _sum
-from .tensor_ops import reshape
-from .elemwise import exp, log, sub, add
+from .tensor_ops import expand_dims, reshape, squeeze
+from .elemwise import add, exp, log, maximum, minimum, sub
 
 __all__ = ["argmax", "argmin", "topk", "cumsum", "clip", "logsumexp", "equal", "not_equal",
            "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
@@ -48,7 +48,6 @@ def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
     or 2-d tensor and their int32 indices; MegEngine 1.13 defaults to descending, and a k
     beyond the axis length gives the whole axis. `kth_only` gives the k-th value and the
     index of its first occurrence; `no_sort` allows any order (here they come sorted)."""
-    from .tensor_ops import expand_dims, squeeze
     x = require_tensor("topk", inp)
     k = min(int(k), x.shape[-1]) if x.ndim else int(k)
     rows = expand_dims(x, 0) if x.ndim == 1 else x
@@ -79,7 +78,6 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
             (lower is None or upper is None or lower <= upper):
         return apply("clip", x, lower=None if lower is None else float(lower),
                      upper=None if upper is None else float(upper))
-    from .elemwise import maximum, minimum
     out = x if lower is None else maximum(x, lower)
     return out if upper is None else minimum(out, upper)
 

@@ -6,12 +6,12 @@ from typing import Optional, Tuple, Union
 import numpy as np
 
 from ..dispatch import apply
-from ..errors import TraceError
 from ..ops._rules import pair
 from ..tensor import Tensor
 from ._convert import require_tensor
+from .batchnorm import batch_norm  # noqa: F401  (F.nn.batch_norm)
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
-from .tensor_ops import reshape
+from .tensor_ops import expand_dims, reshape, squeeze
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
@@ -33,9 +33,9 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
            conv_mode: str = "cross_correlation", compute_mode: str = "default") -> Tensor:
     """2D convolution (NCHW). With `groups > 1` the weight is 5-d
     `(groups, out_channels // groups, in_channels // groups, kh, kw)`, as in MegEngine."""
-    _check_mode("conv2d: conv_mode", conv_mode, ("cross_correlation",))
-    _check_mode("conv2d: compute_mode", compute_mode, ("default", "float32"))
-    inp, weight = require_tensor("conv2d", inp), require_tensor("conv2d", weight)
+    from .conv import check_modes, promote_pair
+    check_modes("conv2d", conv_mode, compute_mode)
+    inp, weight = promote_pair("conv2d", inp, weight)
     if groups != 1 and weight.ndim != 5:
         raise ValueError(f"conv2d: with groups={groups} the weight must be 5-d (groups, "
                          f"oc/groups, ic/groups, kh, kw); got shape {weight.shape}")
@@ -66,43 +66,6 @@ def avg_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = No
                  padding=pair("padding", padding))
 
 
-def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
-               running_var: Optional[Tensor] = None, weight: Optional[Tensor] = None,
-               bias: Optional[Tensor] = None, *, training: bool = False,
-               momentum: float = 0.9, eps: float = 1e-5, inplace: bool = True,
-               compute_mode: str = "default", param_dim: str = "dim_1c11") -> Tensor:
-    """Batch normalization over NCHW. In training mode the batch statistics are used and,
-    with `inplace`, the running statistics are updated (`momentum` weights the old value)."""
-    _check_mode("batch_norm: param_dim", param_dim, ("dim_1c11",))
-    inp = require_tensor("batch_norm", inp)
-    c = inp.shape[1]
-
-    def stat(t, fill):
-        if t is None:
-            return Tensor(np.full((1, c, 1, 1), fill, np.float32))
-        return t if t.ndim == 4 else reshape(t, (1, c, 1, 1))
-
-    w, b = stat(weight, 1.0), stat(bias, 0.0)
-    if not training:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are required when "
-                             "training=False")
-        return apply("batch_norm", inp, w, b, stat(running_mean, 0.0), stat(running_var, 1.0),
-                     eps=float(eps))
-    y, mean, var = apply("batch_norm_train", inp, w, b, eps=float(eps))
-    if inplace and running_mean is not None and running_var is not None:
-        if mean._value is None:
-            raise TraceError("batch_norm: training-mode statistics cannot be updated inside "
-                             "a symbolic trace")
-        n = inp.size / c
-        unbiased = var.numpy() * (n / max(n - 1, 1))
-        running_mean._set_value(running_mean.numpy() * momentum
-                                + mean.numpy().reshape(running_mean.shape) * (1 - momentum))
-        running_var._set_value(running_var.numpy() * momentum
-                               + unbiased.reshape(running_var.shape) * (1 - momentum))
-    return y
-
-
 def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: bool = False,
            compute_mode: str = "default", format: str = "default") -> Tensor:
     """Matrix product of the last two axes; leading axes broadcast (batched matmul)."""
@@ -112,7 +75,6 @@ def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: b
     assert a.ndim > 0 and b.ndim > 0
     if a.ndim == 1 and b.ndim == 1:        # MegEngine dispatches this to Dot
         return apply("dot", a, b)
-    from .tensor_ops import expand_dims, squeeze
     # a vector operand is a one-row (left) or one-column (right) matrix, dropped afterwards
     out = apply("matmul", expand_dims(a, 0) if a.ndim == 1 else a,
                 expand_dims(b, -1) if b.ndim == 1 else b,

@@ -12,7 +12,7 @@ from ..dispatch import active_recorder, apply
 from ..errors import TraceError
 from ..tensor import Tensor
 from ._convert import require_tensor
-from .tensor_ops import broadcast_to, concat, reshape, split, transpose
+from .tensor_ops import _on, broadcast_to, concat, reshape, split, transpose
 
 __all__ = ["eye", "diag", "gather", "scatter", "cond_take", "copy", "swapaxes", "roll",
            "repeat", "tile", "meshgrid"]
@@ -92,8 +92,7 @@ def cond_take(mask: Tensor, x: Tensor):
 
 def copy(inp: Tensor, device=None) -> Tensor:
     """A copy of `inp` (on `device` when given)."""
-    out = apply("copy", require_tensor("copy", inp))
-    return out if device is None else out.to(device)
+    return _on(apply("copy", require_tensor("copy", inp)), device)
 
 
 def swapaxes(inp: Tensor, axis1: int, axis2: int) -> Tensor:

@@ -5,11 +5,12 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import device as _device
 from .. import dtype as _dt
 from ..dispatch import active_recorder, apply
 from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
-from ._convert import cast, require_tensor
+from ._convert import binary_operands, cast, require_tensor
 
 __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "transpose",
            "broadcast_to", "split", "stack", "where", "full", "zeros", "ones", "zeros_like",
@@ -38,9 +39,8 @@ def concat(inps: Sequence[Tensor], axis: int = 0, device=None) -> Tensor:
     """Join tensors along an existing axis (the result lives on `device`, or on the
     inputs' common device)."""
     tensors = [require_tensor("concat", t) for t in inps]
-    if len(tensors) == 1:
-        from .tensor_extra import copy
-        return copy(tensors[0], device)
+    if len(tensors) == 1:                       # MegEngine: a copy of the one input
+        return _on(apply("copy", tensors[0]), device)
     return _on(apply("concat", *tensors, axis=int(axis)), _common_device("concat", tensors,
                                                                           device))
 
@@ -50,7 +50,8 @@ def _common_device(name: str, tensors: Sequence[Tensor], device) -> str | None:
     (the default "xpux" goes along with any)."""
     if device is not None:
         return str(device)
-    named = {t.device for t in tensors} - {"xpux"}
+    default = str(_device.as_device("xpux"))
+    named = {str(_device.as_device(t.device)) for t in tensors} - {default}
     if len(named) > 1:
         raise ValueError(f"{name}: inputs have different devices {sorted(named)}; pass "
                          "device= to choose one")
@@ -58,9 +59,9 @@ def _common_device(name: str, tensors: Sequence[Tensor], device) -> str | None:
 
 
 def _on(t: Tensor, device: str | None) -> Tensor:
+    """`t`, placed on `device` when one is given (values live in host memory)."""
     if device is not None:
-        from .. import device as _device
-        t._device = _device.check(device)
+        t._device = _device.as_device(device)
     return t
 
 
@@ -146,19 +147,24 @@ def stack(inps, axis: int = 0, device=None) -> Tensor:
         raise ValueError("stack: needs at least one tensor")
     ax = axis % (tensors[0].ndim + 1)
     if len(tensors) == 1:
-        from .tensor_extra import copy
         out = expand_dims(tensors[0], ax)
-        return out if device is None else copy(out, device)
+        return out if device is None else _on(apply("copy", out), device)
     return concat([expand_dims(t, ax) for t in tensors], axis=ax, device=device)
 
 
-def where(mask: Tensor, x=None, y=None) -> Tensor:
-    """x where mask is True, else y (broadcasting)."""
-    from ._convert import binary_operands
-    if x is None or y is None:
-        raise ValueError("where: x and y are required")
+def where(mask: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """x where mask is True, else y (broadcasting; x and y promote to one dtype). As in
+    MegEngine, all three must be Tensors and the mask bool."""
+    if not isinstance(x, Tensor):
+        raise TypeError("input x must be a tensor")
+    if not isinstance(y, Tensor):
+        raise TypeError("input y must be a tensor")
+    if not isinstance(mask, Tensor):
+        raise TypeError("mask must be a tensor")
+    if mask.dtype != np.bool_:
+        raise ValueError("mask must be bool")
     a, b = binary_operands(x, y)
-    return apply("where", cast(require_tensor("where", mask), "bool"), a, b)
+    return apply("where", mask, a, b)
 
 
 # -- creation: constants (inside a trace they are constants of the graph) -----------------

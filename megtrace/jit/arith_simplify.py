@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import MegtraceError
 from ..ir import Graph, Node, Var
 from ..ops import get
 
@@ -54,7 +55,12 @@ def _filled(view: _View, node: Node, value: float) -> tuple[Var, ...]:
 
 
 def _op(view: _View, name: str, inputs: list[Var], node: Node) -> tuple[Var, ...] | None:
-    outs = view.new.add_node(get(name), inputs, {}, node.outputs[0].name_hint)
+    """The replacement node, or None when its type differs or its op refuses the operands
+    (a dtype it does not take): the original node is then kept."""
+    try:
+        outs = view.new.add_node(get(name), inputs, {}, node.outputs[0].name_hint)
+    except MegtraceError:
+        return None
     return outs if outs[0].type == node.outputs[0].type else None
 
 

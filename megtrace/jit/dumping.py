@@ -73,9 +73,11 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     optimize_options = 0
     if optimize_for_inference and any(n.op.name.startswith("rng_") for n in graph.nodes):
         import warnings
+
+        from ..errors import OptimizationSkippedWarning
         warnings.warn("dump: optimize_for_inference skipped: the graph has megtrace.random "
-                      "ops, which TVM's constant folding would freeze into constants",
-                      stacklevel=2)
+                      "ops, which constant folding would freeze into constants",
+                      OptimizationSkippedWarning, stacklevel=2)
     elif optimize_for_inference:
         graph, optimize_options = _optimized(graph, kwargs)
     meta = Metadata(is_valid=bool(enable_metadata),

@@ -138,9 +138,9 @@ class trace:
         entry = next(iter(self._entries.values()))
         for (name, t), (_, var) in zip(bindings, entry.args):
             if t.shape != var.type.shape:
-                raise TraceError(f"trace error because shape mismatch: input {name} was "
-                                 f"traced with shape {var.type.shape}, got {t.shape} "
-                                 "(symbolic_shape=False)")
+                raise TraceError.because(
+                    "shape mismatch", f"shape mismatch: input {name} was traced with shape "
+                    f"{var.type.shape}, got {t.shape} (symbolic_shape=False)")
         return entry
 
     @property

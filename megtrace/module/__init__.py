@@ -1,9 +1,23 @@
 """`megtrace.module` (imported as `M`): MegEngine's layers."""
+from . import init
 from .activation import (GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Dropout, Embedding,
-                         Identity, LayerNorm, LeakyReLU, Sigmoid, SiLU, Softmax)
-from .layers import AvgPool2d, BatchNorm2d, Conv2d, Linear, MaxPool2d, ReLU, Sequential
+                         Identity, LeakyReLU, PReLU, Sigmoid, SiLU, Softmax)
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .conv import (Conv1d, Conv2d, Conv3d, ConvRelu2d, ConvTranspose2d, ConvTranspose3d,
+                   ConvTransposeRelu2d, DeformableConv2d, LocalConv2d)
+from .conv_bn import (ConvBn2d, ConvBnRelu2d, ConvTransposeBn2d, ConvTransposeBnRelu2d,
+                      LinearBn1d, LinearBnRelu1d)
+from .elemwise import Elemwise
+from .layers import AvgPool2d, Linear, LinearRelu, MaxPool2d, ReLU, Sequential
 from .module import Module
+from .normalization import GroupNorm, InstanceNorm, LayerNorm
+from .quant_dequant import DequantStub, QuantStub
 
-__all__ = ["GELU", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm2d",
-           "Conv2d", "Dropout", "Embedding", "Identity", "LayerNorm", "LeakyReLU", "Linear",
-           "MaxPool2d", "Module", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax"]
+__all__ = ["GELU", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
+           "BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvBn2d", "ConvBnRelu2d",
+           "ConvRelu2d", "ConvTranspose2d", "ConvTranspose3d", "ConvTransposeBn2d",
+           "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d", "DequantStub",
+           "Dropout", "Elemwise", "Embedding", "GroupNorm", "Identity", "InstanceNorm",
+           "LayerNorm", "LeakyReLU", "Linear", "LinearBn1d", "LinearBnRelu1d", "LinearRelu",
+           "LocalConv2d", "MaxPool2d", "Module", "PReLU", "QuantStub", "ReLU", "Sequential",
+           "SiLU", "Sigmoid", "Softmax", "init"]

@@ -1,4 +1,4 @@
-"""Activation, normalization, embedding and pooling layers with MegEngine's signatures."""
+"""Activation, dropout, embedding and adaptive pooling layers with MegEngine's signatures."""
 from __future__ import annotations
 
 from typing import Optional
@@ -17,6 +17,9 @@ class Softmax(Module):
 
     def forward(self, inputs):
         return F.softmax(inputs, self.axis)
+
+    def _module_info_string(self) -> str:
+        return f"axis={self.axis}"
 
 
 class Sigmoid(Module):
@@ -43,6 +46,25 @@ class LeakyReLU(Module):
         return F.leaky_relu(inputs, self.negative_slope)
 
 
+class PReLU(Module):
+    """max(0, x) + a * min(0, x) with a learnable slope `a`: one shared value, or one per
+    channel (axis 1) with `num_parameters` = C, stored as (1, C, 1, 1)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, **kwargs):
+        super().__init__(**kwargs)
+        self.num_parameters = num_parameters
+        if num_parameters > 1:
+            self.weight = Parameter(np.full((1, num_parameters, 1, 1), init, np.float32))
+        else:
+            self.weight = Parameter(np.array([init], np.float32))
+
+    def forward(self, inputs):
+        weight = self.weight
+        if weight.ndim == 4 and inputs.ndim != 4:
+            weight = F.reshape(weight, (1, -1) + (1,) * (inputs.ndim - 2))
+        return F.add(F.maximum(inputs, 0.0), F.mul(weight, F.minimum(inputs, 0.0)))
+
+
 class Identity(Module):
     def forward(self, x):
         return x
@@ -58,21 +80,8 @@ class Dropout(Module):
     def forward(self, inputs):
         return F.dropout(inputs, self.drop_prob, training=self.training)
 
-
-class LayerNorm(Module):
-    """Normalizes the trailing `normalized_shape` axes; weight ones, bias zeros."""
-
-    def __init__(self, normalized_shape, eps: float = 1e-05, affine: bool = True, **kwargs):
-        super().__init__(**kwargs)
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
-            tuple(normalized_shape)
-        self.normalized_shape, self.eps, self.affine = shape, eps, affine
-        self.weight = Parameter(np.ones(shape, np.float32)) if affine else None
-        self.bias = Parameter(np.zeros(shape, np.float32)) if affine else None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.affine, self.weight, self.bias,
-                            self.eps)
+    def _module_info_string(self) -> str:
+        return f"drop_prob={self.drop_prob}"
 
 
 class Embedding(Module):

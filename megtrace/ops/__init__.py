@@ -1,10 +1,11 @@
 """The operator registry; importing this package declares every operator once."""
 from . import activation, elemwise, image, indexing, linalg, nn, reduce, shape  # noqa: F401
-from . import math_extra, sort_linalg, tensor_extra  # noqa: F401  (kept apart: parallel work edits the line above)
+from . import math_extra, sort_linalg, tensor_extra  # noqa: F401  (math/tensor functionals)
 from . import random  # noqa: F401  (megtrace.random's generators)
 from . import advanced_indexing  # noqa: F401  (Tensor indexing: core)
 from . import onehot, warp, window  # noqa: F401  (image/vision ops: nn)
 from . import shape_exprs  # noqa: F401
+from . import conv  # noqa: F401  (convolution family: module)
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get, register
 
 __all__ = ["MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get", "register"]

@@ -149,8 +149,16 @@ def _arg_eager(x, *, mode, axis, keepdims):
 
 
 def _arg_lower(L, x, *, mode, axis, keepdims):
-    fn = L.R.argmax if mode == "max" else L.R.argmin
-    return L.R.astype(fn(x, axis=axis, keepdims=keepdims), "int32")
+    R, t = L.R, L.types[0]
+    fn = R.argmax if mode == "max" else R.argmin
+    out = R.astype(fn(x, axis=axis, keepdims=keepdims), "int32")
+    if t.dtype.startswith("float"):
+        # MegEngine (and NumPy) point at the first NaN; TVM's argmax/argmin skip NaNs
+        nan = R.astype(R.isnan(x), "int8")
+        first_nan = R.astype(R.argmax(nan, axis=axis, keepdims=keepdims), "int32")
+        has_nan = R.astype(R.max(nan, axis=axis, keepdims=keepdims), "bool")
+        out = R.where(has_nan, first_nan, out)
+    return out
 
 
 def _arg_emit(em, types, p, inputs):

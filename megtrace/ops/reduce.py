@@ -51,8 +51,15 @@ def _reduce_eager(x, *, mode, axis, keepdims):
 
 
 def _reduce_lower(L, x, *, mode, axis, keepdims):
-    axes = list(_axes("reduce", L.types[0], axis))
-    return getattr(L.R, _MODES[mode][1])(x, axis=axes, keepdims=keepdims)
+    R, t = L.R, L.types[0]
+    axes = list(_axes("reduce", t, axis))
+    out = getattr(R, _MODES[mode][1])(x, axis=axes, keepdims=keepdims)
+    if mode in ("max", "min") and t.dtype.startswith("float"):
+        # MegEngine (and NumPy) give NaN where the reduced values hold one; TVM's max/min
+        # skip NaNs
+        has_nan = R.max(R.astype(R.isnan(x), "int8"), axis=axes, keepdims=keepdims)
+        out = R.where(R.astype(has_nan, "bool"), L.const(np.nan, t.dtype), out)
+    return out
 
 
 def _reduce_emit(em, types, p, inputs):

@@ -81,6 +81,9 @@ class OpDef:
     # optimize_for_inference passes the op through TVM's passes as an opaque call, for
     # lowerings (scatter, flat gathers) that would not come back as the op they were.
     opaque_in_optimize: bool = False
+    # no Relax form exists (matinv, svd): compiled graphs holding it run on the NumPy
+    # interpreter instead of failing
+    interpreted: bool = False
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)

@@ -125,8 +125,8 @@ def _matinv_eager(x):
     return np.linalg.inv(x.astype(np.float64)).astype(x.dtype)
 
 
-# Relax has no matrix inverse; traced graphs holding one run eagerly only (no lowering).
-register(OpDef("matinv", eager=_matinv_eager, infer=_matinv_infer,
+# Relax has no matrix inverse: compiled graphs holding one run on the NumPy interpreter.
+register(OpDef("matinv", eager=_matinv_eager, infer=_matinv_infer, interpreted=True,
                mge=MgeOpr("MatrixInverse", "Empty")))
 
 
@@ -148,6 +148,8 @@ def _svd_eager(x, *, full_matrices):
     return u.astype(x.dtype), s.astype(x.dtype), vh.astype(x.dtype)
 
 
-# Relax has no SVD, so it runs eagerly only (no lowering); it is not written to .mge files
+# Relax has no SVD: compiled graphs holding it run on the NumPy interpreter; it is not
+# written to .mge files
 # either: the SVD param table in our copy of MegEngine's schema has no fields.
-register(OpDef("svd", params={"full_matrices": False}, eager=_svd_eager, infer=_svd_infer))
+register(OpDef("svd", params={"full_matrices": False}, eager=_svd_eager, infer=_svd_infer,
+               interpreted=True))

@@ -85,3 +85,29 @@ def test_user_info_is_unpickled_safely(tmp_path):
     with pytest.raises(UnsafePickleError, match="user_info"):
         evil.user_info()
     assert not (tmp_path / "m").exists()
+
+
+class _Net(mge.module.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = mge.module.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_a_pickled_module_of_imported_classes_loads_safely():
+    buf = io.BytesIO()
+    net = _Net()
+    mge.save(net, buf)
+    buf.seek(0)
+    back = mge.load(buf)
+    x = mge.tensor(np.ones((1, 3), np.float32))
+    assert isinstance(back, _Net) and np.array_equal(back(x).numpy(), net(x).numpy())
+
+
+def test_a_module_class_is_never_imported_by_the_file():
+    blob = pickle.dumps(_Net()).replace(b"test_safe_loading", b"test_safe_loadinX")
+    with pytest.raises(UnsafePickleError, match="test_safe_loadinX"):
+        mge.load(io.BytesIO(blob))
+

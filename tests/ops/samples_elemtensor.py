@@ -197,3 +197,28 @@ SAMPLES += [
     Sample("svd", lambda rng: [f32(3, 5)(rng)], {"full_matrices": True}, ref=_svd_ref,
            tag="full"),
 ]
+
+
+# -- NaN in arg-reductions: MegEngine (like NumPy) points at the first NaN -------------
+def _with_nans(*shape):
+    def make(rng):
+        x = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        x.reshape(-1)[[1, 7]] = np.nan
+        return [x]
+    return make
+
+
+def _first_nan_or_arg(x, axis, pick):
+    moved = np.moveaxis(x, axis, -1)
+    def one(r):
+        nans = [i for i, v in enumerate(r) if v != v]
+        return nans[0] if nans else r.tolist().index(pick(r))
+    return np.array([[one(r) for r in plane] for plane in moved], np.int32)
+
+
+SAMPLES += [
+    Sample("arg_reduce", _with_nans(2, 3, 4), {"mode": "max", "axis": 2},
+           ref=lambda x, **p: _first_nan_or_arg(x, 2, max), tag="argmax-nan"),
+    Sample("arg_reduce", _with_nans(2, 3, 4), {"mode": "min", "axis": 1},
+           ref=lambda x, **p: _first_nan_or_arg(x, 1, min), tag="argmin-nan"),
+]

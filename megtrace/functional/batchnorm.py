@@ -1,0 +1,89 @@
+"""`F.batch_norm` with MegEngine 1.13's arguments and semantics.
+
+Inference mode is one BatchNorm opr. Training mode normalizes with the batch statistics,
+composed of reductions and elementwise ops so that it traces and compiles like any
+other code; with `inplace`, the running statistics are then updated (momentum weights
+the old value; the variance is the unbiased one). Inside a trace the new statistics are
+read back as values of the traced graph, so every replay updates them as well.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..dispatch import apply
+from ..tensor import Tensor
+from ._convert import require_tensor
+from .elemwise import add, mul, sqrt, sub
+from .reduction import mean as _mean
+from .tensor_ops import reshape
+
+__all__ = ["batch_norm"]
+
+
+def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
+    """A (1, C, 1, 1) statistic: given 4-d, given flat (C,), or filled."""
+    if t is None:
+        return Tensor(np.full((1, c, 1, 1), fill, dtype))
+    t = require_tensor("batch_norm", t)
+    return t if t.ndim == 4 else reshape(t, (1, c, 1, 1))
+
+
+def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
+               running_var: Optional[Tensor] = None, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, *, training: bool = False,
+               momentum: float = 0.9, eps: float = 1e-5, inplace: bool = True,
+               compute_mode: str = "default", param_dim: str = "dim_1c11"):
+    """Batch normalization over axis 1 of a 2-d, 3-d or 4-d input; statistics are
+    (1, C, 1, 1) (or (C,)). Returns the output, or (output, new_mean, new_var) when
+    training with running statistics and `inplace=False`."""
+    if str(param_dim).lower() != "dim_1c11":
+        raise ValueError(f"batch_norm: param_dim must be 'dim_1c11'; got {param_dim!r}")
+    inp = require_tensor("batch_norm", inp)
+    if inp.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input with a channel axis; got shape "
+                         f"{inp.shape}")
+    has_mean, has_var = running_mean is not None, running_var is not None
+    if not training:
+        if not has_mean:
+            raise AssertionError("running_mean must be provided in inference mode")
+        if not has_var:
+            raise AssertionError("running_var must be provided in inference mode")
+    shape = tuple(inp.shape)
+    c = shape[1]
+    if training and inp.size == 0:    # nothing to normalize; statistics stay (MegEngine)
+        return inp if inplace or not (has_mean or has_var) else (inp, running_mean,
+                                                                  running_var)
+    x4 = inp if inp.ndim == 4 else reshape(inp, (shape[0], c, int(np.prod(shape[2:])), 1))
+    w = _stat_4d(weight, c, 1.0, inp.dtype)
+    b = _stat_4d(bias, c, 0.0, inp.dtype)
+    if not training:
+        y = apply("batch_norm", x4, w, b, _stat_4d(running_mean, c, 0.0, inp.dtype),
+                  _stat_4d(running_var, c, 1.0, inp.dtype), eps=float(eps))
+        return y if inp.ndim == 4 else reshape(y, shape)
+
+    batch_mean = _mean(x4, axis=(0, 2, 3), keepdims=True)
+    centered = sub(x4, batch_mean)
+    batch_var = _mean(mul(centered, centered), axis=(0, 2, 3), keepdims=True)
+    y = mul(centered, mul(w, 1.0 / sqrt(add(batch_var, float(eps)))))
+    y = add(y, b)
+    y = y if inp.ndim == 4 else reshape(y, shape)
+    if not (has_mean or has_var):
+        return y
+
+    n = inp.size // c
+    new_mean = new_var = None
+    if has_mean:
+        old = _stat_4d(running_mean, c, 0.0, inp.dtype)
+        new_mean = add(mul(old, momentum), mul(batch_mean, 1 - momentum))
+    if has_var:
+        old = _stat_4d(running_var, c, 1.0, inp.dtype)
+        unbiased = mul(batch_var, n / max(n - 1, 1))
+        new_var = add(mul(old, momentum), mul(unbiased, 1 - momentum))
+    if not inplace:
+        return y, new_mean, new_var
+    for target, new in ((running_mean, new_mean), (running_var, new_var)):
+        if target is not None:
+            target._set_value(new.numpy().reshape(target.shape))
+    return y

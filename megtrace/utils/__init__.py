@@ -1,0 +1,1 @@
+"""`megtrace.utils`: MegEngine's user-facing helpers under `megengine.utils`."""
