@@ -16,7 +16,7 @@ from .tensor_ops import expand_dims, reshape, squeeze
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate", "remap",
-           "warp_perspective"]
+           "warp_affine", "warp_perspective"]
 
 IntPair = Union[int, Tuple[int, int]]
 
