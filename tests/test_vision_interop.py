@@ -116,6 +116,10 @@ GOLDEN_CALLS = {
         x, r, (2, 3), mode="max", spatial_scale=0.75, sample_points=(3, 2), aligned=False),
     "roi_pooling_max": lambda x, r: F.vision.roi_pooling(x, r, (3, 2), scale=0.5),
     "roi_pooling_avg": lambda x, r: F.vision.roi_pooling(x, r, 3, mode="average", scale=0.7),
+    "dpsroi_trans": lambda x, r, t: F.deformable_psroi_pooling(x, r, t, False, 3, 3, 3, 4,
+                                                               0.25, 0.1),
+    "dpsroi_no_trans": lambda x, r, t: F.nn.deformable_psroi_pooling(x, r, t, True, 3, 3, 3, 2,
+                                                                     0.25),
     "nms": lambda b, s: F.vision.nms(b, s, iou_thresh=0.3),
     "nms_max": lambda b, s: F.vision.nms(b, s, iou_thresh=0.5, max_output=4),
 }
