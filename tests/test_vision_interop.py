@@ -43,6 +43,12 @@ CASES = {
     "roi_align": (lambda x: F.vision.roi_align(x, mge.tensor(ROIS), (2, 3)), {"ROIAlignV1"}),
     "sliding_window": (lambda x: F.sliding_window(x, 3, padding=1, stride=(2, 1)),
                        {"Images2Neibs"}),
+    "sliding_window_transpose": (lambda x: F.sliding_window_transpose(
+        F.sliding_window(x, 2, stride=1), (5, 7), 2), {"SlidingWindowTranspose"}),
+    "cross_entropy": (lambda x: F.nn.cross_entropy(
+        F.flatten(x, 2), mge.tensor((np.arange(70) % 3).reshape(2, 35).astype(np.int32)),
+        reduction="none"), {"IndexingOneHot"}),
+    "one_hot": (lambda x: F.one_hot(F.argmax(x[:, :, 0], axis=1), 3), {"IndexingSetOneHot"}),
 }
 
 
