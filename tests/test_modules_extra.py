@@ -220,10 +220,12 @@ def test_module_repr_and_pickle_keep_megengine_attributes():
     assert np.array_equal(clone(x).numpy(), net(x).numpy())
 
 
-@pytest.mark.lite
-@pytest.mark.parametrize("case", ["Conv1d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d",
-                                  "LocalConv2d"])
-def test_conv_family_dump_runs_in_megengine_lite(case, lite, rng, tmp_path):
+DUMPED = ["Conv1d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d", "LocalConv2d",
+          "ConvBn2d", "GroupNorm", "PReLU"]
+
+
+def _dump(case, rng, tmp_path):
+    """(path, input, traced output) of the case's module dumped to a .mge file."""
     make, shape = _module_cases()[case]
     module = _eval(_with_random_state(make(), rng))
 
@@ -235,4 +237,17 @@ def test_conv_family_dump_runs_in_megengine_lite(case, lite, rng, tmp_path):
     want = infer(mge.tensor(x)).numpy()
     path = tmp_path / "model.mge"
     infer.dump(path, arg_names=["data"], output_names=["out"])
+    return path, x, want
+
+
+@pytest.mark.parametrize("case", DUMPED)
+def test_conv_family_dump_loads_back(case, rng, tmp_path):
+    path, x, want = _dump(case, rng, tmp_path)
+    assert rel_err(mge.load_graph(path)(mge.tensor(x)).numpy(), want) <= 1e-5
+
+
+@pytest.mark.lite
+@pytest.mark.parametrize("case", DUMPED)
+def test_conv_family_dump_runs_in_megengine_lite(case, lite, rng, tmp_path):
+    path, x, want = _dump(case, rng, tmp_path)
     assert rel_err(lite.run_model(path, {"data": x})["out"], want) <= 1e-5
