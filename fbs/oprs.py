@@ -66,7 +66,7 @@ KNOWN_V1 = frozenset({
 KNOWN_V1 |= {"Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye", "IndexingSetOneHot"}
 # random number oprs (megtrace.random)
-KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1"}
+KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1", "GammaRNG", "PoissonRNG", "BetaRNG"}
 
 
 # FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its

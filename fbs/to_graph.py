@@ -385,6 +385,17 @@ def _warp_perspective(g, opr, ins, _):
         "out": out, "border": f["bmode"], "border_val": float(f["border_val"])}, _hint(opr)))
 
 
+@rule("WarpAffineV2")
+def _warp_affine(g, opr, ins, _):
+    f = _fields(opr)
+    if f.get("imode") != "LINEAR":
+        raise UnsupportedOpError(f"WarpAffine imode {f.get('imode')} is not supported")
+    out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpAffine output size").reshape(-1))
+    return list(g.add_node(get("warp_affine"), ins[:-1], {
+        "out": out, "border": f["border_mode"], "border_val": float(f["border_val"]),
+        "format": f["format"]}, _hint(opr)))
+
+
 @rule("Padding")
 def _padding(g, opr, ins, _):
     f = _fields(opr)

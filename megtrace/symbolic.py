@@ -14,6 +14,8 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+import numpy as np
+
 # expr: ("dim", var, axis) for dimension `axis` of `var`; (op, a, b) or ("neg", a) for
 # arithmetic, where a and b are SymInts or plain ints.
 Expr = tuple
@@ -68,9 +70,17 @@ for _name, (_fn, _) in ARITHMETIC.items():
     setattr(SymInt, f"__r{_name}__", _method(_name, _fn, True))
 
 
-def dims_of(var) -> tuple[SymInt, ...]:
+class SymShape(tuple):
+    """`Tensor.shape` in a trace: a tuple of SymInts. MegEngine's is a shape Tensor there,
+    so it also answers `.numpy()`."""
+
+    def numpy(self) -> np.ndarray:
+        return np.array([int(d) for d in self], np.int32)
+
+
+def dims_of(var) -> SymShape:
     """The shape of IR value `var` as SymInts."""
-    return tuple(SymInt(d, ("dim", var, i)) for i, d in enumerate(var.type.shape))
+    return SymShape(SymInt(d, ("dim", var, i)) for i, d in enumerate(var.type.shape))
 
 
 def leaves(value: Any):

@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="megtrace-tune", description=__doc__.splitlines()[0])
+def _parser(prog: str = "megtrace-tune") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("model", help="a MegEngine .mge model file")
     p.add_argument("--trials", type=int, default=32, help="trials per task (default 32)")
     p.add_argument("--work-dir", required=True, help="folder of the tuning database")
@@ -62,8 +62,8 @@ def _remote(tracker: str | None, key: str | None):
     return RemoteDevice(host, int(port), key)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "megtrace-tune") -> int:
+    args = _parser(prog).parse_args(argv)
     try:
         from megtrace import load_graph
 

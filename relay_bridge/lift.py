@@ -81,6 +81,7 @@ def lift(mod, input_names: list[str], output_names: list[str],
                 if node is None:
                     raise UnsupportedOpError(f"lift: unknown packed call {v.args[0]}")
                 outs = list(g.add_node(node.op, args[1:], node.kwargs))
+                outs[0].name_hint = (names or {}).get(b.var.name, "") or outs[0].name_hint
                 env[b.var] = outs[0] if len(outs) == 1 else outs
                 continue
             ty = _ty(b.var) if hasattr(b.var.ty, "shape") else None   # None: a tuple

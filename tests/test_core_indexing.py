@@ -36,6 +36,7 @@ GET_FORMS = {
     "mask-and-vector": (np.array([False, True]), np.array([2])),
     "negative-indices": (slice(None), -1, np.array([-1, 0])),
     "list-of-ints": ([1, 0],),
+    "list-of-bools": [True, False],
     "empty-vector": ([],),
 }
 
@@ -167,3 +168,13 @@ def test_our_indexing_dumps_run_in_megengine_lite(name, lite, tmp_path):
     traced.dump(path, arg_names=names, output_names=["out"])
     outs = lite.run_model(path, dict(zip(names, inputs)))
     assert rel_err(outs["out"], want) == 0
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_constant_mask_inside_a_trace(symbolic):
+    @trace(symbolic=symbolic)
+    def f(x):
+        mask = mge.tensor([1, 0, 1]) > 0          # constants only: folded when traced
+        return x[mask] * 2
+    for _ in range(3):
+        assert f(mge.tensor([1.0, 2.0, 3.0])).numpy().tolist() == [2.0, 6.0]

@@ -20,24 +20,12 @@ GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator"]
 # Families that need a piece still missing from megtrace: strict xfail, so each turns into
 # an error the day the piece lands (then delete its line). MISSING applies to every test,
 # MISSING_IN_LITE to the MegEngine Lite one only.
-_INIT = "M.init (MegEngine's module initialisers)"
-MISSING: dict[str, str] = {
-    "resnet": _INIT, "resnext": _INIT, "shufflenet_v2": _INIT, "retinanet_fpn": _INIT,
-    "deeplabv3plus": _INIT,
-    "mobilenet_v2": "M.ConvBnRelu2d/ConvBn2d, M.Elemwise, QuantStub/DequantStub, "
-                    "Module.disable_quantize and " + _INIT,
-    "dcgan_generator": "M.ConvTranspose2d and " + _INIT,
-    "simplebaseline": "M.ConvTranspose2d and " + _INIT,
-    "vit": "megtrace.random.normal",
-    "clip": "megtrace.random.normal",
-}
-_RESIZE = "dump: F.nn.interpolate (resize) has no MegEngine operator to write"
+MISSING: dict[str, str] = {}
 MISSING_IN_LITE: dict[str, str] = {
-    "shufflenet_v2": "dump: lift fails on a concat of the channel shuffle's x[0], x[1] "
-                     "('DataflowVar' object has no attribute 'type')",
-    "retinanet_fpn": _RESIZE, "deeplabv3plus": _RESIZE,
     "bert": "symbolic batch: the dump traced at batch 1 keeps the shape tensors' values "
             "(reshape to (1, 8, 32)), so Lite fails at batch 4",
+    "clip": "symbolic batch: F.arange(x.shape[0]) of the end-of-text gather keeps the traced "
+            "batch 1, so at batch 4 Lite picks the wrong rows",
 }
 
 

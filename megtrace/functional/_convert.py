@@ -26,6 +26,8 @@ def cast(x: Tensor, dtype: str) -> Tensor:
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     """Promote a pair the way MegEngine does: scalars take the tensor's dtype; mixed
     tensors promote (float wins), inserting a TypeCvt."""
+    if a is None or b is None:
+        raise TypeError("the operand is None and is not supported.")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = Tensor(a)
     a = as_tensor(a, b if isinstance(b, Tensor) else None)

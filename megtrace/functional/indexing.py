@@ -42,8 +42,8 @@ def _as_tuple(index) -> tuple:
     if isinstance(index, list):
         if any(isinstance(i, float) for i in index):
             raise ValueError("float idx is vaild in subtensor")
-        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in index):
-            return (index,)
+        if all(isinstance(i, (int, np.integer, np.bool_)) for i in index):   # bools too,
+            return (index,)                      # as MegEngine: [True, False] is one mask
         return tuple(index)
     return (index,)
 
@@ -96,15 +96,20 @@ def _mask_indices(mask: Tensor, shape: tuple[int, ...], first_axis: int) -> list
 
 
 def _static_mask(mask: Tensor) -> np.ndarray:
+    """The mask's value when it is known without running the graph (eager, or a constant
+    of the trace); a mask computed by the traced graph has no static value."""
+    if mask._var is None:
+        return mask.numpy()
     owner = mask._owner
-    graph = getattr(owner, "graph", None)
-    if mask._var is not None and (graph is None or mask._var not in graph.consts):
-        raise UnsupportedOpError(
-            "indexing with a boolean mask computed inside a trace: the result's shape "
-            "depends on the mask's values (MegEngine's CondTake), which a compiled megtrace "
-            "graph cannot have; compute the mask outside the traced function or use "
-            "F.where")
-    return mask.numpy()
+    graph = getattr(owner, "graph", None)                      # recording
+    if graph is None and getattr(owner, "entry", None) is not None:
+        graph = owner.entry.full_graph                         # replaying
+    if graph is not None and mask._var in graph.consts:
+        return graph.consts[mask._var]
+    raise UnsupportedOpError(
+        "indexing with a boolean mask computed inside a trace: the result's shape "
+        "depends on the mask's values (MegEngine's CondTake), which a compiled megtrace "
+        "graph cannot have; compute the mask outside the traced function or use F.where")
 
 
 def _plan(x: Tensor, index) -> _Plan:

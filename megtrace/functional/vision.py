@@ -11,7 +11,8 @@ from ..tensor import Tensor
 from ._convert import cast, require_tensor
 from .tensor_ops import expand_dims, reshape
 
-__all__ = ["interpolate", "remap", "warp_perspective"]
+__all__ = ["cvt_color", "interpolate", "nms", "remap", "roi_align", "roi_pooling", "warp_affine",
+           "warp_perspective"]
 
 _INTERPOLATE_MODES = ("bilinear", "linear", "trilinear", "bicubic", "nearest")
 _RESIZE_MODE = {"linear": "linear", "bilinear": "linear", "nearest": "nearest",
@@ -26,6 +27,10 @@ def _ints(name: str, value) -> tuple[int, ...]:
     if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and (arr != np.floor(arr)).any()):
         raise TypeError(f"{name}: expected integers, got {value!r}")
     return tuple(int(v) for v in arr)
+
+
+def _pair(value) -> tuple[int, int]:
+    return (int(value), int(value)) if isinstance(value, int) else tuple(int(v) for v in value)
 
 
 def _border(value: str) -> str:
@@ -54,6 +59,21 @@ def warp_perspective(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int],
         inputs.append(cast(require_tensor("warp_perspective", mat_idx), "int32"))
     return apply("warp_perspective", *inputs, out=_ints("warp_perspective: out_shape", out_shape),
                  border=_border(border_mode), border_val=float(border_val))
+
+
+def warp_affine(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int], int, Tensor],
+                border_mode: str = "replicate", border_val: float = 0.0, format: str = "NHWC",
+                interp_mode: str = "linear") -> Tensor:
+    """Affine warp by `(batch, 2, 3)` matrices: output(h, w) = input(m10 w + m11 h + m12,
+    m00 w + m01 h + m02). NHWC (the default) samples at 1/32-pixel precision like
+    MegEngine's OpenCV-derived kernel; NCHW exactly."""
+    if str(interp_mode).lower() != "linear":
+        raise ValueError(f"warp_affine: interp_mode {interp_mode!r}; MegEngine's CPU kernel "
+                         f"supports only 'linear'")
+    x = require_tensor("warp_affine", inp)
+    return apply("warp_affine", x, cast(require_tensor("warp_affine", mat), "float32"),
+                 out=_ints("warp_affine: out_shape", out_shape), border=_border(border_mode),
+                 border_val=float(border_val), format=str(format).upper())
 
 
 def remap(inp: Tensor, map_xy: Tensor, border_mode: str = "replicate", scalar: float = 0.0,
@@ -130,3 +150,70 @@ def interpolate(inp: Tensor, size: Optional[Union[int, Tuple[int, int]]] = None,
     if mode == "linear":
         out = reshape(out, out.shape[0:3])
     return out
+
+
+def cvt_color(inp: Tensor, mode: str = "") -> Tensor:
+    """Convert NHWC images between color formats ("RGB2GRAY", "BGR2GRAY", "RGB2YUV",
+    "YUV2RGB", "GRAY2RGB"; uint8 also "RGB2BGR", "BGR2RGB", "RGBA2RGB", "RGBA2BGR")."""
+    from ..ops.color import MODES
+    mode = mode.upper() if "YCrCb" not in mode else mode
+    assert mode in MODES, "unspport mode for cvt_color"
+    return apply("cvt_color", require_tensor("cvt_color", inp), mode=mode)
+
+
+def roi_align(inp: Tensor, rois: Tensor, output_shape: Union[int, tuple, list],
+              mode: str = "average", spatial_scale: float = 1.0,
+              sample_points: Union[int, tuple, list] = 2, aligned: bool = True) -> Tensor:
+    """RoI Align (Mask R-CNN): each (idx, x0, y0, x1, y1) region of `inp` pooled ("max" or
+    "average") over sample_points bilinear samples per output cell."""
+    x = cast(require_tensor("roi_align", inp), "float32")
+    mode = mode.lower()
+    assert mode in ["max", "average"], "only max/average mode is supported"
+    return apply("roi_align", x, cast(require_tensor("roi_align", rois), "float32"),
+                 mode=mode, pooled=_pair(output_shape), samples=_pair(sample_points),
+                 spatial_scale=float(spatial_scale), offset=0.5 if aligned else 0.0)
+
+
+def roi_pooling(inp: Tensor, rois: Tensor, output_shape: Union[int, tuple, list],
+                mode: str = "max", scale: float = 1.0) -> Tensor:
+    """RoI pooling (Faster R-CNN): each region split into output_shape cells, each cell
+    max- or average-pooled (eager only)."""
+    assert mode.lower() in ["max", "average"], "only max/average mode is supported"
+    return apply("roi_pooling", cast(require_tensor("roi_pooling", inp), "float32"),
+                 cast(require_tensor("roi_pooling", rois), "float32"), mode=mode.lower(),
+                 pooled=_pair(output_shape), scale=float(scale))
+
+
+def nms(boxes: Tensor, scores: Tensor, iou_thresh: float,
+        max_output: Optional[int] = None) -> Tensor:
+    """Indices of the boxes kept by non-maximum suppression, by descending score. The
+    count kept depends on the values, so this runs eagerly only."""
+    boxes = require_tensor("nms", boxes)
+    scores = require_tensor("nms", scores)
+    assert boxes.ndim == 2 and boxes.shape[1] == 4, "the expected shape of boxes is (N, 4)"
+    assert scores.ndim == 1, "the expected shape of scores is (N,)"
+    assert boxes.shape[0] == scores.shape[0], "number of boxes and scores are not matched"
+    order = np.argsort(-scores.numpy(), kind="stable").astype(np.int32)
+    if max_output is None:
+        max_output = boxes.shape[0]
+    sorted_boxes = cast(boxes, "float32").numpy()[order]
+    indices, count = apply("nms_keep", Tensor(sorted_boxes), iou_thresh=float(iou_thresh),
+                           max_output=int(max_output))
+    kept = indices.numpy()[:int(count.numpy()[0])]
+    return Tensor(order[kept].astype(np.int32))
+
+
+def deformable_psroi_pooling(inp: Tensor, rois: Tensor, trans: Tensor, no_trans: bool,
+                             part_size: int, pooled_h: int, pooled_w: int,
+                             sample_per_part: int, spatial_scale: float,
+                             trans_std: float = 0.1) -> Tensor:
+    """Deformable position-sensitive RoI pooling (R-FCN / Deformable ConvNets): each
+    output cell averages sample_per_part**2 bilinear samples, shifted by `trans` times
+    trans_std times the RoI size unless no_trans (eager only)."""
+    return apply("deformable_psroi_pooling", cast(require_tensor("deformable_psroi_pooling", inp),
+                                                   "float32"),
+                 cast(require_tensor("deformable_psroi_pooling", rois), "float32"),
+                 cast(require_tensor("deformable_psroi_pooling", trans), "float32"),
+                 no_trans=bool(no_trans), part_size=int(part_size),
+                 pooled=(int(pooled_h), int(pooled_w)), sample_per_part=int(sample_per_part),
+                 spatial_scale=float(spatial_scale), trans_std=float(trans_std))

@@ -11,7 +11,7 @@ from ..errors import TraceError
 from ..interpreter import evaluate
 from ..ir import Graph, TensorType, Var
 from ..ops import OpDef, get
-from ..symbolic import ARITHMETIC, SymInt, dims_of, leaves, plain
+from ..symbolic import ARITHMETIC, SymInt, SymShape, dims_of, leaves, plain
 from ..tensor import Tensor
 from .entry import Source, TapeItem, weak
 from .location import user_location
@@ -22,7 +22,7 @@ class TraceRecorder:
         self.graph = Graph()
         self.symbolic = symbolic
         self.symbolic_shape = symbolic_shape
-        self._dims: dict[Var, tuple[SymInt, ...]] = {}     # shapes handed out as SymInts
+        self._dims: dict[Var, SymShape] = {}                # shapes handed out as SymInts
         self._shape_vars: dict[Var, Var] = {}               # shape_of node per value
         self._int_vars: dict[int, tuple[SymInt, Var]] = {}  # SymInt id -> its 0-d value
         self.capture_as_const = capture_as_const

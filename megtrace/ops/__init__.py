@@ -3,7 +3,7 @@ from . import activation, elemwise, image, indexing, linalg, nn, reduce, shape  
 from . import math_extra, sort_linalg, tensor_extra  # noqa: F401  (math/tensor functionals)
 from . import random  # noqa: F401  (megtrace.random's generators)
 from . import advanced_indexing  # noqa: F401  (Tensor indexing: core)
-from . import onehot, warp, window  # noqa: F401  (image/vision ops: nn)
+from . import color, detection, onehot, warp, window  # noqa: F401  (image/vision ops: nn)
 from . import shape_exprs  # noqa: F401
 from . import conv  # noqa: F401  (convolution family: module)
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get, register

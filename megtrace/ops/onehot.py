@@ -7,6 +7,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from .registry import MgeComposite, MgeOpr, OpDef, register
+from .shape import BROADCAST, CONCAT, GET_VAR_SHAPE
 
 INDEXING_SET_ONE_HOT = MgeOpr("IndexingSetOneHot", "Axis")
 
@@ -67,11 +68,16 @@ def _one_hot_lower(L, index, *, num_classes):
 
 def _one_hot_emit(em, types, p, inputs):
     """As MegEngine writes F.one_hot: IndexingSetOneHot(zeros, index, ones) on the new
-    last axis."""
-    shape, dtype = types[0].shape, types[0].dtype
-    zeros = em.const(np.zeros(shape + (p["num_classes"],), dtype))
-    ones = em.const(np.ones(shape + (1,), dtype))
-    return em.opr(INDEXING_SET_ONE_HOT, {"axis": len(shape)}, [zeros, inputs[0], ones])
+    last axis, zeros and ones broadcast to the index's run-time shape (so the file runs at
+    any batch size)."""
+    dtype = types[0].dtype
+    shape = em.opr(GET_VAR_SHAPE, {}, [inputs[0]])
+
+    def filled(value, last: int) -> int:
+        target = em.opr(CONCAT, {"axis": 0}, [shape, em.const(np.array([last], np.int32))])
+        return em.opr(BROADCAST, {}, [em.const(np.array([value], dtype)), target])
+    return em.opr(INDEXING_SET_ONE_HOT, {"axis": types[0].ndim},
+                  [filled(0, p["num_classes"]), inputs[0], filled(1, 1)])
 
 
 register(OpDef("one_hot", params={"num_classes": 1}, eager=_one_hot_eager,

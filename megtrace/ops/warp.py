@@ -1,6 +1,7 @@
 """Geometric image ops, as MegEngine's megdnn kernels compute them: resize (Resize),
-warp_perspective (WarpPerspective), remap (Remap). NCHW images; the output size is a
-parameter, written to .mge as the Int32 shape input MegEngine's oprs take.
+warp_perspective (WarpPerspective), remap (Remap), warp_affine (WarpAffine). NCHW
+images (warp_affine also NHWC); the output size is a parameter, written to .mge as the
+Int32 shape input MegEngine's oprs take.
 
 Their Relax lowerings are gathers no lift converter could bring back, so they are
 `opaque_in_optimize`: TVM's inference passes see them as one call and dumps write them
@@ -16,6 +17,7 @@ from ._sampling import BORDER_MODES, round_relax, round_to, sample_np, sample_re
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 RESIZE = MgeOpr("ResizeV2", "Resize")
+WARP_AFFINE = MgeOpr("WarpAffineV2", "WarpAffine")
 WARP_PERSPECTIVE = MgeOpr("WarpPerspectiveV2", "WarpPerspective")
 
 _IMAGE_DTYPES = ("float32", "float16", "uint8", "int8")
@@ -251,3 +253,101 @@ register(OpDef("remap", params={"border": "REPLICATE", "scalar": 0.0, "nearest":
                eager=_remap_eager, infer=_remap_infer, lower=_remap_lower,
                mge=MgeOpr("RemapV1", "Remap", fields=_remap_fields, decode=_remap_decode),
                opaque_in_optimize=True))
+
+
+# -- warp_affine --------------------------------------------------------------------------
+# NHWC float32/uint8 images of 1 to 3 channels go through megdnn's OpenCV-derived kernel,
+# which quantizes source coordinates to 1/32 pixel (10-bit fixed point, rounded to 5 bits);
+# everything else takes the exact float path.
+_AB_SCALE, _INTER_TAB = 1024, 32
+
+
+def _fixed_point(x, format: str) -> bool:
+    return format == "NHWC" and x.shape[3] in (1, 2, 3) and str(x.dtype) in ("float32", "uint8")
+
+
+def _affine_infer(x, mat, *, out, border, border_val, format):
+    _image("warp_affine", x)
+    _out_size("warp_affine", out)
+    _border("warp_affine", border)
+    if format not in ("NCHW", "NHWC"):
+        raise ValueError(f"warp_affine: format must be 'NCHW' or 'NHWC'; got {format!r}")
+    if mat.ndim != 3 or mat.shape[1:] != (2, 3) or mat.shape[0] != x.shape[0] or \
+            mat.dtype != "float32":
+        raise ShapeError(f"warp_affine: mat must be float32 ({x.shape[0]}, 2, 3); got {mat}")
+    if format == "NCHW":
+        return TensorType(x.shape[:2] + tuple(out), x.dtype)
+    return TensorType((x.shape[0],) + tuple(out) + (x.shape[3],), x.dtype)
+
+
+def _affine_coords_np(mat, out, fixed_point: bool):
+    m = mat.astype(np.float32).reshape(-1, 6, 1, 1)
+    gw, gh = _grid(out)
+    if not fixed_point:
+        return (m[:, 0] * gw + m[:, 1] * gh + m[:, 2], m[:, 3] * gw + m[:, 4] * gh + m[:, 5])
+    m, gw, gh = m.astype(np.float64), gw.astype(np.float64), gh.astype(np.float64)
+    half = _AB_SCALE // _INTER_TAB // 2
+    shift = _AB_SCALE // _INTER_TAB
+
+    def axis(a, b, c):
+        fixed = np.rint(a * gw * _AB_SCALE) + np.rint((b * gh + c) * _AB_SCALE) + half
+        return (np.floor_divide(fixed, shift) / _INTER_TAB).astype(np.float32)
+    return axis(m[:, 0], m[:, 1], m[:, 2]), axis(m[:, 3], m[:, 4], m[:, 5])
+
+
+def _affine_eager(x, mat, *, out, border, border_val, format):
+    nhwc = format == "NHWC"
+    src = x.transpose(0, 3, 1, 2) if nhwc else x
+    xs, ys = _affine_coords_np(mat, out, _fixed_point(x, format))
+    y = sample_np(src, np.arange(x.shape[0]), xs, ys, border=border, border_val=border_val)
+    y = round_to(y, x.dtype)
+    return y.transpose(0, 2, 3, 1) if nhwc else y
+
+
+def _affine_lower(L, x, mat, *, out, border, border_val, format):
+    R = L.R
+    n = L.types[1].shape[0]
+    nhwc = format == "NHWC"
+    fixed = _fixed_point(L.types[0], format)
+    m = R.reshape(mat, (n, 6, 1, 1))
+    gw, gh = _grid(out)
+
+    def coef(i, dtype):
+        c = R.reshape(R.strided_slice(m, axes=[1], begin=[i], end=[i + 1]), (n, 1, 1))
+        return c if dtype == "float32" else R.astype(c, dtype)
+
+    def axis(i):
+        if not fixed:
+            return R.add(R.add(R.multiply(coef(i, "float32"), L.const(gw, "float32")),
+                               R.multiply(coef(i + 1, "float32"), L.const(gh, "float32"))),
+                         coef(i + 2, "float32"))
+        scale = L.const(float(_AB_SCALE), "float64")
+        along = R.round(R.multiply(R.multiply(coef(i, "float64"), L.const(gw, "float64")), scale))
+        across = R.round(R.multiply(R.add(R.multiply(coef(i + 1, "float64"),
+                                                     L.const(gh, "float64")),
+                                          coef(i + 2, "float64")), scale))
+        total = R.add(R.add(along, across), L.const(_AB_SCALE // _INTER_TAB // 2, "float64"))
+        steps = R.floor(R.divide(total, L.const(_AB_SCALE // _INTER_TAB, "float64")))
+        return R.astype(R.divide(steps, L.const(_INTER_TAB, "float64")), "float32")
+
+    src = R.permute_dims(x, [0, 3, 1, 2]) if nhwc else x
+    shape = L.types[0].shape
+    shape = (shape[0], shape[3], shape[1], shape[2]) if nhwc else shape
+    batch = L.const(np.arange(n, dtype=np.int32).reshape(-1, 1, 1), "int32")
+    y = sample_relax(L, src, shape, batch, axis(0), axis(3), border=border,
+                     border_val=border_val)
+    y = round_relax(L, y, L.out.dtype)
+    return R.permute_dims(y, [0, 2, 3, 1]) if nhwc else y
+
+
+def _affine_emit(em, types, p, inputs):
+    fields = {"imode": "LINEAR", "border_mode": p["border"],
+              "border_val": float(p["border_val"]), "format": p["format"]}
+    return em.opr(WARP_AFFINE, fields, list(inputs) + [_size_const(em, p["out"])])
+
+
+register(OpDef("warp_affine",
+               params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0,
+                       "format": "NHWC"},
+               eager=_affine_eager, infer=_affine_infer, lower=_affine_lower,
+               mge=MgeComposite(_affine_emit), opaque_in_optimize=True))

@@ -38,6 +38,8 @@ def main() -> None:
         for i, seed in enumerate(target.seeds()):
             with open(os.path.join(seed_dir, f"seed{i}"), "wb") as f:
                 f.write(seed)
+    for seed in target.seeds():       # warm up (imports TVM...) outside libFuzzer's timeout
+        check_one(target, seed)
     argv = [sys.argv[0]] + sys.argv[2:] + ([seed_dir] if seed_dir else [])
     atheris.Setup(argv, lambda data: check_one(target, data))
     atheris.Fuzz()

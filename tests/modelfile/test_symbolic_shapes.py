@@ -189,6 +189,7 @@ def test_traced_shapes_are_ints_that_record_their_expression():
     @trace(symbolic=True, capture_as_const=True)
     def f(x):
         n, c = x.shape
+        np.testing.assert_array_equal(x.shape.numpy(), [2, 4])    # MegEngine: a shape Tensor
         seen["n"], seen["half"] = n, c // 2
         assert n == 2 and isinstance(n, int) and list(range(c)) == [0, 1, 2, 3]
         return x.reshape(n * 2, c // 2)
@@ -220,3 +221,16 @@ def test_symbolic_shape_false_bakes_the_traced_shape(tmp_path):
     assert "shape_of" not in {n.op.name for n in f.graph.nodes}
     f.dump(tmp_path / "m.mge", arg_names=["x"], optimize_for_inference=False)
     assert "GetVarShape" not in {r["type"] for r in _opr_sequence(tmp_path / "m.mge")}
+
+
+@pytest.mark.lite
+@pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "unoptimized"])
+def test_one_hot_dump_follows_the_batch(optimize, lite, tmp_path):
+    """F.one_hot's zeros and ones take the index's run-time shape, as in MegEngine."""
+    f = trace(lambda x: F.one_hot(x, 5), symbolic=True, capture_as_const=True)
+    f(mge.tensor(np.ones((1, 3), np.int32)))
+    path = tmp_path / "m.mge"
+    f.dump(path, arg_names=["x"], output_names=["y"], optimize_for_inference=optimize)
+    x = (np.arange(24, dtype=np.int32) % 5).reshape(8, 3)
+    want = (x[..., None] == np.arange(5)).astype(np.int32)
+    np.testing.assert_array_equal(lite.run_model(path, {"x": x})["y"], want)

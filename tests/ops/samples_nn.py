@@ -165,6 +165,146 @@ def _window_transpose_ref(x, out, window, padding, stride, dilation):
     return img
 
 
+def _affine_ref(x, mat, *, out, border="REPLICATE", border_val=0.0, format="NHWC"):
+    """Exact, except NHWC with 1-3 channels: sources at 1/32 pixel, as OpenCV's warpAffine
+    computes them."""
+    img = x.transpose(0, 3, 1, 2) if format == "NHWC" else x
+    res = np.zeros((mat.shape[0], img.shape[1]) + tuple(out))
+    for k, m in enumerate(mat.astype(np.float64)):
+        for i in range(out[0]):
+            for j in range(out[1]):
+                if format == "NHWC" and x.shape[3] <= 3:
+                    fx = (round(m[0, 0] * j * 1024) + round((m[0, 1] * i + m[0, 2]) * 1024) + 16)
+                    fy = (round(m[1, 0] * j * 1024) + round((m[1, 1] * i + m[1, 2]) * 1024) + 16)
+                    sx, sy = (fx // 32) / 32, (fy // 32) / 32
+                else:
+                    sx = m[0, 0] * j + m[0, 1] * i + m[0, 2]
+                    sy = m[1, 0] * j + m[1, 1] * i + m[1, 2]
+                res[k, :, i, j] = _bilinear_at(img[k].astype(np.float64), sy, sx, border,
+                                               border_val)
+    return res.transpose(0, 2, 3, 1) if format == "NHWC" else res
+
+
+def _cvt_ref(x, mode):
+    x = x.astype(np.float64)
+    luma = np.array([0.299, 0.587, 0.114])
+    if mode == "RGB2GRAY":
+        return x @ luma[:, None]
+    if mode == "BGR2GRAY":
+        return x @ luma[::-1, None]
+    if mode == "GRAY2RGB":
+        return np.repeat(x, 3, axis=-1)
+    if mode == "RGB2YUV":      # megdnn weighs channel 0 by 0.114 (BGR-ordered luma)
+        y = x @ luma[::-1]
+        return np.stack([y, (x[..., 0] - y) * 0.492 + 0.5, (x[..., 2] - y) * 0.877 + 0.5], -1)
+    y, u, v = x[..., 0], x[..., 1] - 0.5, x[..., 2] - 0.5
+    return np.stack([y + 2.032 * u, y - 0.395 * u - 0.581 * v, y + 1.14 * v], -1)
+
+
+def _gray_u8_ref(x, mode):
+    r, g, b = (x[..., i].astype(np.int64) for i in ((0, 1, 2) if mode == "RGB2GRAY" else (2, 1, 0)))
+    return ((r * 4899 + g * 9617 + b * 1868 + 8192) >> 14)[..., None]
+
+
+def _bilinear_zero(img, y, x):
+    h, w = img.shape[1:]
+    y0, x0 = math.floor(y), math.floor(x)
+    total = np.zeros(img.shape[0])
+    for dy, wy in ((0, 1 - (y - y0)), (1, y - y0)):
+        for dx, wx in ((0, 1 - (x - x0)), (1, x - x0)):
+            if 0 <= y0 + dy < h and 0 <= x0 + dx < w:
+                total += img[:, y0 + dy, x0 + dx] * wy * wx
+    return total
+
+
+def _roi_align_ref(x, rois, *, mode, pooled, samples, spatial_scale, offset):
+    res = np.zeros((rois.shape[0], x.shape[1]) + tuple(pooled))
+    for k, roi in enumerate(rois.astype(np.float64)):
+        img = x[int(roi[0])].astype(np.float64)
+        x0, y0, x1, y1 = roi[1:] * spatial_scale - offset
+        bh, bw = max(y1 - y0, 0) / pooled[0], max(x1 - x0, 0) / pooled[1]
+        for i in range(pooled[0]):
+            for j in range(pooled[1]):
+                vals = [_bilinear_zero(img, y0 + bh * (i + (a + 0.5) / samples[0]),
+                                       x0 + bw * (j + (b + 0.5) / samples[1]))
+                        for a in range(samples[0]) for b in range(samples[1])]
+                res[k, :, i, j] = np.max(vals, 0) if mode == "max" else np.mean(vals, 0)
+    return res
+
+
+def _roi_pool_ref(x, rois, *, mode, pooled, scale):
+    res = np.zeros((rois.shape[0], x.shape[1]) + tuple(pooled))
+    h, w = x.shape[2:]
+    for k, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = (int(math.floor(v * scale + 0.5)) for v in roi[1:])
+        rh, rw = max(y1 - y0 + 1, 1), max(x1 - x0 + 1, 1)
+        for i in range(pooled[0]):
+            hs = min(max(math.floor(i * rh / pooled[0]) + y0, 0), h)
+            he = min(max(math.ceil((i + 1) * rh / pooled[0]) + y0, 0), h)
+            for j in range(pooled[1]):
+                ws = min(max(math.floor(j * rw / pooled[1]) + x0, 0), w)
+                we = min(max(math.ceil((j + 1) * rw / pooled[1]) + x0, 0), w)
+                if he > hs and we > ws:
+                    cell = x[int(roi[0]), :, hs:he, ws:we].astype(np.float64)
+                    res[k, :, i, j] = cell.max((1, 2)) if mode == "max" else cell.mean((1, 2))
+    return res
+
+
+def _nms_ref(boxes, *, iou_thresh, max_output):
+    b = boxes.astype(np.float64)
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    kept = []
+    for i in range(len(b)):
+        if len(kept) == max_output:
+            break
+        ok = True
+        for j in kept:
+            iw = max(min(b[i, 2], b[j, 2]) - max(b[i, 0], b[j, 0]), 0)
+            ih = max(min(b[i, 3], b[j, 3]) - max(b[i, 1], b[j, 1]), 0)
+            if iw * ih > (area[i] + area[j] - iw * ih) * iou_thresh:
+                ok = False
+        if ok:
+            kept.append(i)
+    padded = kept + [kept[-1] if kept else 0] * (max_output - len(kept))
+    return np.array(padded, np.int32), np.array([len(kept)], np.int32)
+
+
+def _dpsroi_ref(x, rois, trans, *, no_trans, part_size, pooled, sample_per_part,
+                spatial_scale, trans_std):
+    k, c, h, w = rois.shape[0], x.shape[1], x.shape[2], x.shape[3]
+    res = np.zeros((k, c) + tuple(pooled))
+    for n, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = (math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1) for v in roi[1:])
+        wl, hl = x0 * spatial_scale - 0.5, y0 * spatial_scale - 0.5
+        rw = max((x1 + 1) * spatial_scale - 0.5 - wl, 0.1)
+        rh = max((y1 + 1) * spatial_scale - 0.5 - hl, 0.1)
+        for ch, i, j in np.ndindex(c, *pooled):
+            dx = dy = 0.0
+            if not no_trans:
+                ph, pw = int(i * part_size / pooled[0]), int(j * part_size / pooled[1])
+                dx, dy = trans[n, 0, ph, pw] * trans_std, trans[n, 1, ph, pw] * trans_std
+            vals = []
+            for a, b in np.ndindex(sample_per_part, sample_per_part):
+                sx = j * rw / pooled[1] + wl + dx * rw + b * rw / pooled[1] / sample_per_part
+                sy = i * rh / pooled[0] + hl + dy * rh + a * rh / pooled[0] / sample_per_part
+                if -0.5 <= sx <= w - 0.5 and -0.5 <= sy <= h - 0.5:
+                    sx, sy = min(max(sx, 0), w - 1), min(max(sy, 0), h - 1)
+                    vals.append(_bilinear_at(x[int(roi[0]), ch:ch + 1].astype(np.float64),
+                                             sy, sx, "REPLICATE", 0)[0])
+            res[n, ch, i, j] = np.mean(vals) if vals else 0.0
+    return res
+
+
+def _rois(rng):
+    return np.array([[0, 1.2, 2.3, 9.1, 13.5], [1, 0.0, 0.0, 11.0, 15.0],
+                     [1, 4.4, 3.3, 6.1, 5.7], [0, -2.0, 3.0, 5.0, 20.0]], np.float32)
+
+
+def _boxes(rng):
+    xy = rng.uniform(0, 20, size=(12, 2))
+    return np.concatenate([xy, xy + rng.uniform(3, 12, size=(12, 2))], 1).astype(np.float32)
+
+
 _WINDOW = {"window": (3, 2), "padding": (1, 2), "stride": (2, 1), "dilation": (1, 3)}
 
 
@@ -216,7 +356,51 @@ SAMPLES = [
            {"nearest": True}, ref=_remap_ref, tag="nearest"),
 ]
 
+SAMPLES += [
+    Sample("warp_affine", lambda rng: [f32(2, 5, 6, 3)(rng), _perspective(2)(rng)[:, :2]],
+           {"out": (4, 7)}, ref=_affine_ref, tag="nhwc"),
+    Sample("warp_affine", lambda rng: [f32(1, 5, 6, 4)(rng), _perspective(1)(rng)[:, :2]],
+           {"out": (3, 7)}, ref=_affine_ref, tag="nhwc-4-channels"),
+    *[Sample("warp_affine", lambda rng: [f32(1, 2, 5, 4)(rng), _perspective(1)(rng)[:, :2]],
+             {"out": (6, 5), "border": mode, "border_val": 0.25, "format": "NCHW"},
+             ref=_affine_ref, tag=f"nchw-{mode.lower()}")
+      for mode in ("REPLICATE", "CONSTANT", "WRAP")],
+    *[Sample("cvt_color", lambda rng, c=1 if m == "GRAY2RGB" else 3: [f32(2, 3, 4, c, lo=0)(rng)],
+             {"mode": m}, ref=_cvt_ref, tag=m)
+      for m in ("RGB2GRAY", "BGR2GRAY", "RGB2YUV", "YUV2RGB", "GRAY2RGB")],
+    *[Sample("cvt_color", lambda rng: [_u8(2, 3, 4, 3)(rng)], {"mode": m}, ref=_gray_u8_ref,
+             tag=f"u8-{m}") for m in ("RGB2GRAY", "BGR2GRAY")],
+    Sample("cvt_color", lambda rng: [_u8(1, 2, 2, 4)(rng)], {"mode": "RGBA2BGR"},
+           ref=lambda x, mode: x[..., [2, 1, 0]], tag="u8-RGBA2BGR"),
+    Sample("roi_align", lambda rng: [f32(2, 3, 16, 12)(rng), _rois(rng)],
+           {"mode": "average", "pooled": (3, 4), "samples": (2, 2), "spatial_scale": 0.5,
+            "offset": 0.5}, ref=_roi_align_ref, tag="average"),
+    Sample("roi_align", lambda rng: [f32(2, 3, 16, 12)(rng), _rois(rng)],
+           {"mode": "max", "pooled": (2, 3), "samples": (3, 2), "spatial_scale": 0.75,
+            "offset": 0.0}, ref=_roi_align_ref, tag="max"),
+    Sample("roi_pooling", lambda rng: [f32(2, 3, 16, 12)(rng), _rois(rng)],
+           {"mode": "max", "pooled": (3, 2), "scale": 0.5}, ref=_roi_pool_ref, tag="max"),
+    Sample("roi_pooling", lambda rng: [f32(2, 3, 16, 12)(rng), _rois(rng)],
+           {"mode": "average", "pooled": (3, 3), "scale": 0.7}, ref=_roi_pool_ref,
+           tag="average"),
+    *[Sample("deformable_psroi_pooling",
+             lambda rng: [f32(2, 4, 12, 10)(rng),
+                          np.array([[0, 1.4, 2.6, 30.2, 40.7], [1, 10, 4, 20, 9]], np.float32),
+                          f32(2, 2, 3, 3)(rng)],
+             {"no_trans": no_trans, "part_size": 3, "pooled": (3, 3), "sample_per_part": 3,
+              "spatial_scale": 0.25, "trans_std": 0.1}, ref=_dpsroi_ref,
+             tag="no_trans" if no_trans else "trans") for no_trans in (True, False)],
+    Sample("nms_keep", lambda rng: [_boxes(rng)], {"iou_thresh": 0.3, "max_output": 12},
+           ref=_nms_ref),
+    Sample("nms_keep", lambda rng: [_boxes(rng)], {"iou_thresh": 0.5, "max_output": 3},
+           ref=_nms_ref, tag="max_output"),
+]
+
 BAD = [
+    ("warp_affine", [(1, 4, 4, 3), (1, 3, 3)], {"out": (2, 2)}, "ShapeError", "(1, 2, 3)"),
+    ("cvt_color", [(1, 4, 4, 2)], {"mode": "RGB2GRAY"}, "ShapeError", "3 channels"),
+    ("roi_align", [(1, 2, 4, 4), (3, 4)], {}, "ShapeError", "rois"),
+    ("nms_keep", [(5, 3)], {}, "ShapeError", "(N, 4)"),
     ("sliding_window", [(1, 2, 3)], {}, "ShapeError", "4-d"),
     ("sliding_window", [(1, 2, 2, 2)], {"window": (3, 3)}, "ShapeError", "does not fit"),
     ("sliding_window_transpose", [(1, 2, 3, 3, 3, 3)], {"out": (6, 6)}, "ShapeError",

@@ -1,0 +1,276 @@
+"""Detection ops as megdnn computes them: roi_align (ROIAlign), roi_pooling (ROIPooling)
+and nms_keep (MegEngine's NMSKeep: greedy suppression of score-sorted boxes).
+
+roi_pooling and nms_keep have data-dependent loops (bin extents, the kept set) and no
+Relax lowering: they run eagerly only, and megtrace does not write them to .mge.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..ir import TensorType
+from ._sampling import sample_np, sample_relax
+from .registry import MgeOpr, OpDef, register
+
+
+def _rois(name: str, x, rois) -> None:
+    if x.ndim != 4:
+        raise ShapeError(f"{name}: input must be 4-d NCHW; got {x}")
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise ShapeError(f"{name}: rois must be (K, 5) rows of (batch index, x0, y0, x1, y1); "
+                         f"got {rois}")
+    if x.dtype != "float32" or rois.dtype != "float32":
+        raise TypeError(f"{name}: input and rois must be float32; got {x} and {rois}")
+
+
+# -- roi_align ----------------------------------------------------------------------------
+def _align_infer(x, rois, *, mode, pooled, samples, spatial_scale, offset):
+    _rois("roi_align", x, rois)
+    if mode not in ("max", "average"):
+        raise ValueError(f"roi_align: mode must be 'max' or 'average'; got {mode!r}")
+    if min(pooled) <= 0 or min(samples) <= 0:
+        raise ShapeError(f"roi_align: output size {pooled} and sample points {samples} must "
+                         f"be positive")
+    return TensorType((rois.shape[0], x.shape[1]) + tuple(pooled), "float32")
+
+
+def _align_centres(rois, pooled, samples, spatial_scale, offset):
+    """(batch index (K,), sample rows (K, PH*SH, 1), sample columns (K, 1, PW*SW))."""
+    f = np.float32
+    r = rois.astype(np.float32)
+    start_w, start_h, end_w, end_h = (r[:, i] * f(spatial_scale) - f(offset) for i in range(1, 5))
+    bin_h = np.maximum(end_h - start_h, f(0)) / f(pooled[0])
+    bin_w = np.maximum(end_w - start_w, f(0)) / f(pooled[1])
+
+    def steps(n_bins, n_samples):
+        bins = np.arange(n_bins, dtype=np.float32)[:, None]
+        frac = (np.arange(n_samples, dtype=np.float32) + f(0.5)) * (f(1) / f(n_samples))
+        return (bins + frac).reshape(-1)            # bin + (i + 0.5) / samples
+
+    ys = start_h[:, None] + bin_h[:, None] * steps(pooled[0], samples[0])
+    xs = start_w[:, None] + bin_w[:, None] * steps(pooled[1], samples[1])
+    return r[:, 0].astype(np.int64), ys[:, :, None], xs[:, None, :]
+
+
+def _align_pool(values, k, c, pooled, samples, mode):
+    v = values.reshape(k, c, pooled[0], samples[0], pooled[1], samples[1])
+    return v.max(axis=(3, 5)) if mode == "max" else v.mean(axis=(3, 5), dtype=np.float32)
+
+
+def _align_eager(x, rois, *, mode, pooled, samples, spatial_scale, offset):
+    k = rois.shape[0]
+    batch, ys, xs = _align_centres(rois, pooled, samples, spatial_scale, offset)
+    if k and (batch.min() < 0 or batch.max() >= x.shape[0]):
+        raise IndexError(f"roi_align: roi batch index out of range [0, {x.shape[0]})")
+    ys, xs = np.broadcast_arrays(ys, xs)
+    values = sample_np(x, batch, xs, ys, border="CONSTANT", border_val=0.0)
+    return _align_pool(values, k, x.shape[1], pooled, samples, mode).astype(np.float32)
+
+
+def _align_lower(L, x, rois, *, mode, pooled, samples, spatial_scale, offset):
+    R = L.R
+    k = L.types[1].shape[0]
+    c = L.types[0].shape[1]
+    f = lambda v: L.const(v, "float32")     # noqa: E731
+
+    def col(i):
+        return R.strided_slice(rois, axes=[1], begin=[i], end=[i + 1])    # (K, 1)
+
+    def start(i):
+        return R.subtract(R.multiply(col(i), f(spatial_scale)), f(offset))
+
+    def steps(n_bins, n_samples):
+        bins = np.arange(n_bins, dtype=np.float32)[:, None]
+        frac = (np.arange(n_samples, dtype=np.float32) + 0.5) * (np.float32(1) / n_samples)
+        return f((bins + frac).reshape(1, -1))
+
+    def centres(lo, hi, n_bins, n_samples):
+        size = R.maximum(R.subtract(start(hi), start(lo)), f(0.0))
+        return R.add(start(lo), R.multiply(R.divide(size, f(float(n_bins))),
+                                           steps(n_bins, n_samples)))
+
+    grid = (k, pooled[0] * samples[0], pooled[1] * samples[1])
+    ys = R.broadcast_to(R.expand_dims(centres(2, 4, pooled[0], samples[0]), 2), grid)
+    xs = R.broadcast_to(R.expand_dims(centres(1, 3, pooled[1], samples[1]), 1), grid)
+    batch = R.reshape(R.astype(col(0), "int32"), (k, 1, 1))
+    values = sample_relax(L, x, L.types[0].shape, batch, xs, ys, border="CONSTANT",
+                          border_val=0.0)
+    v = R.reshape(values, (k, c, pooled[0], samples[0], pooled[1], samples[1]))
+    return R.max(v, axis=[3, 5]) if mode == "max" else R.mean(v, axis=[3, 5])
+
+
+def _align_fields(p):
+    return {"mode": "MAX_" if p["mode"] == "max" else "AVERAGE", "format": "NCHW",
+            "spatial_scale": float(p["spatial_scale"]), "offset": float(p["offset"]),
+            "pooled_height": p["pooled"][0], "pooled_width": p["pooled"][1],
+            "sample_height": p["samples"][0], "sample_width": p["samples"][1]}
+
+
+def _align_decode(f):
+    return {"mode": "max" if f["mode"] == "MAX_" else "average",
+            "pooled": (f["pooled_height"], f["pooled_width"]),
+            "samples": (f["sample_height"], f["sample_width"]),
+            "spatial_scale": float(f["spatial_scale"]), "offset": float(f["offset"])}
+
+
+# ROIAlign's second output (the argmax index) only serves the backward pass.
+register(OpDef("roi_align",
+               params={"mode": "average", "pooled": (1, 1), "samples": (2, 2),
+                       "spatial_scale": 1.0, "offset": 0.0},
+               eager=_align_eager, infer=_align_infer, lower=_align_lower,
+               mge=MgeOpr("ROIAlignV1", "ROIAlign", fields=_align_fields, decode=_align_decode,
+                          outputs=2),
+               opaque_in_optimize=True))
+
+
+# -- roi_pooling --------------------------------------------------------------------------
+def _pool_infer(x, rois, *, mode, pooled, scale):
+    _rois("roi_pooling", x, rois)
+    if mode not in ("max", "average"):
+        raise ValueError(f"roi_pooling: mode must be 'max' or 'average'; got {mode!r}")
+    if min(pooled) <= 0:
+        raise ShapeError(f"roi_pooling: output size must be positive; got {pooled}")
+    return TensorType((rois.shape[0], x.shape[1]) + tuple(pooled), "float32")
+
+
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    return np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))
+
+
+def _pool_eager(x, rois, *, mode, pooled, scale):
+    """Caffe's ROIPooling: integer ROI corners, bins of roi_size / pooled cells."""
+    k, c = rois.shape[0], x.shape[1]
+    h, w = x.shape[2:]
+    out = np.zeros((k, c) + tuple(pooled), np.float32)
+    corners = _round_half_away(rois[:, 1:].astype(np.float32) * np.float32(scale)).astype(int)
+    for r in range(k):
+        img = x[int(rois[r, 0])]
+        x0, y0, x1, y1 = corners[r]
+        bin_h = np.float32(max(y1 - y0 + 1, 1)) / np.float32(pooled[0])
+        bin_w = np.float32(max(x1 - x0 + 1, 1)) / np.float32(pooled[1])
+        for i in range(pooled[0]):
+            hs = min(max(int(np.floor(i * bin_h)) + y0, 0), h)
+            he = min(max(int(np.ceil((i + 1) * bin_h)) + y0, 0), h)
+            for j in range(pooled[1]):
+                ws = min(max(int(np.floor(j * bin_w)) + x0, 0), w)
+                we = min(max(int(np.ceil((j + 1) * bin_w)) + x0, 0), w)
+                if he <= hs or we <= ws:
+                    continue
+                cell = img[:, hs:he, ws:we].reshape(c, -1)
+                out[r, :, i, j] = cell.max(axis=1) if mode == "max" else \
+                    cell.mean(axis=1, dtype=np.float32)
+    return out
+
+
+register(OpDef("roi_pooling", params={"mode": "max", "pooled": (1, 1), "scale": 1.0},
+               eager=_pool_eager, infer=_pool_infer))
+
+
+# -- nms_keep -----------------------------------------------------------------------------
+def _nms_infer(boxes, *, iou_thresh, max_output):
+    if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype != "float32":
+        raise ShapeError(f"nms_keep: boxes must be float32 (N, 4); got {boxes}")
+    if max_output < 0:
+        raise ValueError(f"nms_keep: max_output must be non-negative; got {max_output}")
+    return TensorType((max_output,), "int32"), TensorType((1,), "int32")
+
+
+def _suppresses(a, b, thresh) -> bool:
+    f = np.float32
+    width = max(min(a[2], b[2]) - max(a[0], b[0]), f(0))
+    height = max(min(a[3], b[3]) - max(a[1], b[1]), f(0))
+    inter = width * height
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter > union * f(thresh)
+
+
+def _nms_eager(boxes, *, iou_thresh, max_output):
+    """Indices of the kept boxes (in order), padded to max_output with the last kept one,
+    and how many were kept."""
+    kept: list[int] = []
+    for i in range(boxes.shape[0]):
+        if len(kept) == max_output:
+            break
+        if not any(_suppresses(boxes[i], boxes[j], iou_thresh) for j in kept):
+            kept.append(i)
+    pad = kept[-1] if kept else 0
+    idx = np.array(kept + [pad] * (max_output - len(kept)), np.int32)
+    return idx, np.array([len(kept)], np.int32)
+
+
+register(OpDef("nms_keep", params={"iou_thresh": 0.5, "max_output": 1},
+               eager=_nms_eager, infer=_nms_infer))
+
+
+# -- deformable_psroi_pooling -------------------------------------------------------------
+def _dpsroi_infer(x, rois, trans, *, no_trans, part_size, pooled, sample_per_part,
+                  spatial_scale, trans_std):
+    _rois("deformable_psroi_pooling", x, rois)
+    if trans.ndim != 4 or trans.dtype != "float32":
+        raise ShapeError(f"deformable_psroi_pooling: trans must be float32 4-d; got {trans}")
+    if not no_trans and (trans.shape[1] != 2 or trans.shape[2:] != tuple(pooled)):
+        raise ShapeError(f"deformable_psroi_pooling: trans must be (K, 2, {pooled[0]}, "
+                         f"{pooled[1]}); got {trans}")
+    if min(pooled) <= 0 or part_size <= 0 or sample_per_part <= 0:
+        raise ShapeError("deformable_psroi_pooling: pooled size, part_size and "
+                         "sample_per_part must be positive")
+    return TensorType((rois.shape[0], x.shape[1]) + tuple(pooled), "float32")
+
+
+def _dpsroi_eager(x, rois, trans, *, no_trans, part_size, pooled, sample_per_part,
+                  spatial_scale, trans_std):
+    """megdnn's DeformablePSROIPooling forward: per output cell, the mean of the
+    sample_per_part**2 bilinear samples inside the image, shifted by the part's offset."""
+    f = np.float32
+    k, c = rois.shape[0], x.shape[1]
+    h, w = x.shape[2:]
+    n_cls = 1 if no_trans else trans.shape[1] // 2
+    offsets = trans.reshape(-1, 2, part_size, part_size) if not no_trans else None
+    out = np.zeros((k, c) + tuple(pooled), np.float32)
+    corner = _round_half_away(rois[:, 1:].astype(np.float32))
+    for n in range(k):
+        img = x[int(rois[n, 0])]
+        wl = corner[n, 0] * f(spatial_scale) - f(0.5)
+        hl = corner[n, 1] * f(spatial_scale) - f(0.5)
+        wr = (corner[n, 2] + f(1)) * f(spatial_scale) - f(0.5)
+        hr = (corner[n, 3] + f(1)) * f(spatial_scale) - f(0.5)
+        rw, rh = max(wr - wl, f(0.1)), max(hr - hl, f(0.1))
+        bin_h, bin_w = rh / f(pooled[0]), rw / f(pooled[1])
+        sub_h, sub_w = bin_h / f(sample_per_part), bin_w / f(sample_per_part)
+        per_cls = c // n_cls
+        for cls in range(n_cls):
+            chans = img[cls * per_cls:(cls + 1) * per_cls]
+            for i in range(pooled[0]):
+                for j in range(pooled[1]):
+                    ws, hs = f(j) * bin_w + wl, f(i) * bin_h + hl
+                    if not no_trans:
+                        part_h = int(np.floor(f(i) / pooled[0] * part_size))
+                        part_w = int(np.floor(f(j) / pooled[1] * part_size))
+                        ws += offsets[n * n_cls + cls, 0, part_h, part_w] * f(trans_std) * rw
+                        hs += offsets[n * n_cls + cls, 1, part_h, part_w] * f(trans_std) * rh
+                    total, count = np.zeros(per_cls, np.float32), 0
+                    for a in range(sample_per_part):
+                        for b in range(sample_per_part):
+                            sx, sy = ws + f(b) * sub_w, hs + f(a) * sub_h
+                            if sx < -0.5 or sx > w - 0.5 or sy < -0.5 or sy > h - 0.5:
+                                continue
+                            sx, sy = min(max(sx, f(0)), f(w - 1)), min(max(sy, f(0)), f(h - 1))
+                            y0, x0 = int(np.floor(sy)), int(np.floor(sx))
+                            y1, x1 = int(np.ceil(sy)), int(np.ceil(sx))
+                            dy, dx = sy - f(y0), sx - f(x0)
+                            total += ((1 - dx) * (1 - dy) * chans[:, y0, x0]
+                                      + (1 - dx) * dy * chans[:, y1, x0]
+                                      + dx * (1 - dy) * chans[:, y0, x1]
+                                      + dx * dy * chans[:, y1, x1])
+                            count += 1
+                    if count:
+                        out[n, cls * per_cls:(cls + 1) * per_cls, i, j] = total / f(count)
+    return out
+
+
+# Eager only: per-sample validity makes the sample count data dependent.
+register(OpDef("deformable_psroi_pooling",
+               params={"no_trans": True, "part_size": 1, "pooled": (1, 1),
+                       "sample_per_part": 1, "spatial_scale": 1.0, "trans_std": 1.0},
+               eager=_dpsroi_eager, infer=_dpsroi_infer))
