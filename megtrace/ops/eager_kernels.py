@@ -5,7 +5,8 @@ grouped convolution is one BLAS matmul per group over an im2col matrix laid out
 (C, KH, KW) x (OH*OW), so the product lands in NCHW without a transpose; a depthwise
 convolution (one input channel per group) is a sum over its KH*KW kernel taps and pooling
 reduces the same taps, each tap one contiguous slice of the input (see FlatTaps), since
-NumPy is slow on the short inner loops of strided views. Results keep the input's float32 arithmetic, like MegEngine's kernels."""
+NumPy is slow on the short inner loops of strided views. Results keep the input's float32
+arithmetic, like MegEngine's kernels."""
 from __future__ import annotations
 
 import numpy as np
