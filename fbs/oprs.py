@@ -57,6 +57,7 @@ KNOWN_V1 = frozenset({
     "Split", "GetVarShapeV1", "Subtensor", "IndexingMultiAxisVec", "IndexingOneHot",
     "Argmax", "Argmin", "TopK", "CumsumV1", "Linspace", "Padding", "ResizeV2",
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
+    "GroupLocal",
     "RemapV1", "WarpAffineV2", "CvtColor", "ROIAlignV1", "ROIPooling", "NMSKeepMGB",
     "Images2Neibs", "SlidingWindowTranspose",
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",
@@ -65,7 +66,7 @@ KNOWN_V1 = frozenset({
 KNOWN_V1 |= {"Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye", "IndexingSetOneHot"}
 # random number oprs (megtrace.random)
-KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1"}
+KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1", "GammaRNG", "PoissonRNG", "BetaRNG"}
 
 
 # FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its

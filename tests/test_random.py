@@ -93,12 +93,10 @@ def test_traced_run_matches_eager_for_the_same_seed():
 @pytest.mark.parametrize("draw", [lambda: R.gamma(2.0, size=(64,)),
                                   lambda: R.beta(2.0, 3.0, size=(64,)),
                                   lambda: R.poisson(2.0, size=(64,))])
-def test_eager_only_generators_trace_on_the_interpreter_but_are_not_dumped(draw):
+def test_rejection_samplers_trace_on_the_interpreter(draw):
     f = trace(draw, symbolic=True, capture_as_const=True)
     runs = [f().numpy() for _ in range(3)]
     assert not np.array_equal(runs[1], runs[2])
-    with pytest.raises(mge.UnsupportedOpError, match="rng_"):
-        f.dump(io.BytesIO(), optimize_for_inference=False)
 
 
 def test_eager_only_generators_inside_exclude_from_trace():
@@ -112,13 +110,19 @@ def test_eager_only_generators_inside_exclude_from_trace():
     assert not np.allclose(out[1], out[2]) and np.all(out[2] > 0)
 
 
-def _seed7_function():
+def _uniform_normal(x):
+    return x + R.uniform(size=(3,)) + R.normal(1.0, 2.0, size=(3,))
+
+
+def _gamma_beta_poisson(x):
+    return x + R.gamma(2.0, 1.5, size=(3,)) + R.beta(2.0, 3.0, size=(3,)) + \
+        R.poisson(4.0, size=(3,))
+
+
+def _seed7_trace(fn):
+    """As tests/data/make_megengine_rng_dump.py traces it in MegEngine."""
     R.seed(7)
-
-    @trace(symbolic=True, capture_as_const=True)
-    def f(x):
-        return x + R.uniform(size=(3,)) + R.normal(1.0, 2.0, size=(3,))
-
+    f = trace(fn, symbolic=True, capture_as_const=True)
     f(mge.tensor(np.zeros(3, np.float32)))
     return f
 
@@ -127,23 +131,29 @@ def test_dump_writes_megengines_rng_oprs(tmp_path):
     from fbs.reader import read_model
     path = tmp_path / "rng.mge"
     with pytest.warns(OptimizationSkippedWarning, match="optimize_for_inference skipped"):
-        _seed7_function().dump(path, arg_names=["x"])
-    params = [p for o in read_model(path.read_bytes()).oprs for p in o.params
+        _seed7_trace(_uniform_normal).dump(path, arg_names=["x"])
+    _seed7_trace(_gamma_beta_poisson).dump(tmp_path / "p.mge", optimize_for_inference=False)
+    params = [p for f in ("rng.mge", "p.mge")
+              for o in read_model((tmp_path / f).read_bytes()).oprs for p in o.params
               if p[0].endswith("RNG")]
     assert params == [("UniformRNG", {"seed": 7, "dtype": "Float32"}),
-                      ("GaussianRNG", {"seed": 7, "mean": 1.0, "std": 2.0, "dtype": "Float32"})]
+                      ("GaussianRNG", {"seed": 7, "mean": 1.0, "std": 2.0, "dtype": "Float32"}),
+                      ("GammaRNG", {"seed": 7}), ("BetaRNG", {"seed": 7}),
+                      ("PoissonRNG", {"seed": 7})]
 
 
 @pytest.mark.lite
-def test_lite_draws_what_megengines_own_dump_draws(lite, tmp_path):
+@pytest.mark.parametrize("fn, golden", [(_uniform_normal, "megengine_rng_seed7.mge"),
+                                        (_gamma_beta_poisson, "megengine_rng_params_seed7.mge")])
+def test_lite_draws_what_megengines_own_dump_draws(fn, golden, lite, tmp_path):
     """Same seed, same oprs: MegEngine Lite computes the same numbers from our file as
     from MegEngine's (tests/data/make_megengine_rng_dump.py)."""
     from pathlib import Path
     path = tmp_path / "rng.mge"
-    _seed7_function().dump(path, arg_names=["x"], optimize_for_inference=False)
+    _seed7_trace(fn).dump(path, arg_names=["x"], optimize_for_inference=False)
     x = {"x": np.full(3, 10.0, np.float32)}
     ours = lite.run_model(path, x)
-    theirs = lite.run_model(Path(__file__).parent / "data" / "megengine_rng_seed7.mge", x)
+    theirs = lite.run_model(Path(__file__).parent / "data" / golden, x)
     (a,), (b,) = ours.values(), theirs.values()
     np.testing.assert_array_equal(a, b)
     assert a.shape == (3,) and not np.allclose(a, 10.0)

@@ -24,11 +24,24 @@ class BetaRNG(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # BetaRNG
+    def Seed(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
 def BetaRNGStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(1)
 
 def Start(builder):
     BetaRNGStart(builder)
+
+def BetaRNGAddSeed(builder, seed):
+    builder.PrependUint64Slot(0, seed, 0)
+
+def AddSeed(builder, seed):
+    BetaRNGAddSeed(builder, seed)
 
 def BetaRNGEnd(builder):
     return builder.EndObject()

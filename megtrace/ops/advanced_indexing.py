@@ -46,10 +46,16 @@ def _sliced_shape(shape: tuple[int, ...], slices) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _index_position(axes) -> int:
+    """Where the index dimensions go among the other axes: in place of adjacent indexed
+    axes, else first."""
+    adjacent = list(axes) == list(range(axes[0], axes[0] + len(axes)))
+    return axes[0] if adjacent else 0
+
+
 def _result_shape(shape: tuple[int, ...], axes, index_shape) -> tuple[int, ...]:
     rest = [d for i, d in enumerate(shape) if i not in axes]
-    adjacent = list(axes) == list(range(axes[0], axes[0] + len(axes)))
-    at = axes[0] if adjacent else 0
+    at = _index_position(axes)
     return tuple(rest[:at]) + tuple(index_shape) + tuple(rest[at:])
 
 
@@ -141,8 +147,7 @@ def _gather(L, x, x_type: TensorType, idx, idx_types, slices, axes):
     out = L.normalize(R.take(x, flat, axis=0, mode="clip"))   # index_shape + rest (no
     # out-of-range reads in compiled code: eager and the NumPy reference raise IndexError)
     k = len(index_shape)
-    adjacent = list(axes) == list(range(axes[0], axes[0] + len(axes)))
-    at = axes[0] if adjacent else 0
+    at = _index_position(axes)
     if at:          # adjacent indexed axes after others: the index dims go there
         order = list(range(k, k + at)) + list(range(k)) + list(range(k + at, k + len(rest)))
         out = L.normalize(R.permute_dims(out, order))

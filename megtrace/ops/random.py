@@ -14,9 +14,9 @@ shape; the runtime then draws its own numbers, new on every run. The key becomes
 unused constant there. Such models are not read back (the key has no MegEngine form).
 
 gamma, beta and poisson need rejection sampling, which has no fixed-size Relax form
-here: they are eager (NumPy's Philox generator seeded by the key), a trace using them
-cannot be compiled, and they are not written to .mge (GammaRNG/BetaRNG/PoissonRNG
-param tables are not in fbs/schema/params.fbs yet).
+here: they are drawn by NumPy's Philox generator seeded by the key (a compiled trace
+runs them on the NumPy interpreter), and written as GammaRNG/BetaRNG/PoissonRNG with
+the seed, their parameters as inputs, as MegEngine writes them.
 """
 from __future__ import annotations
 
@@ -148,27 +148,27 @@ def _params_check(name, key, *params) -> TensorType:
     return TensorType(shape, "float32")
 
 
-def _gamma_infer(key, shape, scale):
+def _gamma_infer(key, shape, scale, *, seed):
     return _params_check("rng_gamma", key, shape, scale)
 
 
-def _beta_infer(key, alpha, beta):
+def _beta_infer(key, alpha, beta, *, seed):
     return _params_check("rng_beta", key, alpha, beta)
 
 
-def _poisson_infer(key, lam):
+def _poisson_infer(key, lam, *, seed):
     return _params_check("rng_poisson", key, lam)
 
 
-def _gamma_np(key, shape, scale):
+def _gamma_np(key, shape, scale, *, seed):
     return _philox(key).gamma(shape, scale).astype(np.float32)
 
 
-def _beta_np(key, alpha, beta):
+def _beta_np(key, alpha, beta, *, seed):
     return _philox(key).beta(alpha, beta).astype(np.float32)
 
 
-def _poisson_np(key, lam):
+def _poisson_np(key, lam, *, seed):
     return _philox(key).poisson(lam).astype(np.float32)
 
 
@@ -193,6 +193,16 @@ register(OpDef("rng_uniform", eager=_uniform_np, infer=_uniform_infer, lower=_un
 register(OpDef("rng_normal", eager=_normal_np, infer=_normal_infer, lower=_normal_rx,
                mge=MgeComposite(_normal_emit),
                params={"shape": (), "mean": 0.0, "std": 1.0, "seed": 0}))
-register(OpDef("rng_gamma", eager=_gamma_np, infer=_gamma_infer))
-register(OpDef("rng_beta", eager=_beta_np, infer=_beta_infer))
-register(OpDef("rng_poisson", eager=_poisson_np, infer=_poisson_infer))
+def _params_emit(opr: MgeOpr):
+    """GammaRNG/BetaRNG/PoissonRNG take the (broadcast) parameters as inputs."""
+    def emit(em, types, p, inputs):
+        return em.opr(opr, {"seed": p["seed"]}, inputs[1:])
+    return MgeComposite(emit)
+
+
+register(OpDef("rng_gamma", eager=_gamma_np, infer=_gamma_infer, params={"seed": 0},
+               interpreted=True, mge=_params_emit(MgeOpr("GammaRNG", "GammaRNG"))))
+register(OpDef("rng_beta", eager=_beta_np, infer=_beta_infer, params={"seed": 0},
+               interpreted=True, mge=_params_emit(MgeOpr("BetaRNG", "BetaRNG"))))
+register(OpDef("rng_poisson", eager=_poisson_np, infer=_poisson_infer, params={"seed": 0},
+               interpreted=True, mge=_params_emit(MgeOpr("PoissonRNG", "PoissonRNG"))))

@@ -83,20 +83,20 @@ class RNG:
         """Gamma(shape, scale); output shape `size` + the parameters' broadcast shape."""
         k, theta = _broadcast_with_size([_as_param(shape, "shape"),
                                          _as_param(scale, "scale")], size)
-        return apply("rng_gamma", _key(self._stream), k, theta)
+        return apply("rng_gamma", _key(self._stream), k, theta, seed=self._stream.seed)
 
     def beta(self, alpha: Union[Tensor, float], beta: Union[Tensor, float],
              size: Optional[Iterable[int]] = None) -> Tensor:
         """Beta(alpha, beta); output shape `size` + the parameters' broadcast shape."""
         a, b = _broadcast_with_size([_as_param(alpha, "alpha"), _as_param(beta, "beta")],
                                     size)
-        return apply("rng_beta", _key(self._stream), a, b)
+        return apply("rng_beta", _key(self._stream), a, b, seed=self._stream.seed)
 
     def poisson(self, lam: Union[float, Tensor],
                 size: Optional[Iterable[int]] = None) -> Tensor:
         """Poisson(lam) as float32; output shape `size` + lam's shape."""
         (lam,) = _broadcast_with_size([_as_param(lam, "lam")], size)
-        return apply("rng_poisson", _key(self._stream), lam)
+        return apply("rng_poisson", _key(self._stream), lam, seed=self._stream.seed)
 
     def permutation(self, n: Union[int, Tensor], *, dtype: str = "int32") -> Tensor:
         """A permutation of range(n) (int32, int16 or float32), or a copy of tensor `n`

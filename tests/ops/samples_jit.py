@@ -26,12 +26,12 @@ def _bits(key, i: int) -> int:
     return _mix(((i * 0x9E3779B9) & _M) ^ base)
 
 
-def _uniform_ref(key, shape):
+def _uniform_ref(key, shape, seed=0):
     n = int(np.prod(shape))
     return np.array([(_bits(key, i) >> 8) / 2.0 ** 24 for i in range(n)]).reshape(shape)
 
 
-def _normal_ref(key, shape, mean=0.0, std=1.0):
+def _normal_ref(key, shape, mean=0.0, std=1.0, seed=0):
     out = []
     for j in range(int(np.prod(shape))):
         u1 = ((_bits(key, 2 * j) >> 8) + 1) / 2.0 ** 24
@@ -62,10 +62,11 @@ SAMPLES = [
     Sample("rng_uniform", _key(0xFFFFFFFF, 12345), {"shape": (7,)}, _uniform_ref, tag="big"),
     Sample("rng_normal", _key(42, 9), {"shape": (4, 3), "mean": 1.5, "std": 2.0}, _normal_ref),
     Sample("rng_gamma", _with_key(_pos(2, 3), _pos(2, 3)),
-           ref=lambda key, k, t: _philox(key).gamma(k, t)),
+           ref=lambda key, k, t, seed=0: _philox(key).gamma(k, t)),
     Sample("rng_beta", _with_key(_pos(4), _pos(4)),
-           ref=lambda key, a, b: _philox(key).beta(a, b)),
-    Sample("rng_poisson", _with_key(_pos(5)), ref=lambda key, lam: _philox(key).poisson(lam)),
+           ref=lambda key, a, b, seed=0: _philox(key).beta(a, b)),
+    Sample("rng_poisson", _with_key(_pos(5)),
+           ref=lambda key, lam, seed=0: _philox(key).poisson(lam)),
 ]
 
 BAD = [
