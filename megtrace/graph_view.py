@@ -14,7 +14,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .ir import Graph, Var
+    from .ir import Graph, Node, Var
 
 # `dot` on a graph this large takes long and the picture is unreadable anyway.
 MAX_DRAWN_NODES = 600
@@ -56,7 +56,7 @@ def to_dot(graph: "Graph") -> str:
                      f"label={q(_two_lines(name, var))}];")
     for i, node in enumerate(graph.nodes):
         lines.append(f"  n{i} [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", "
-                     f"label={q(node.op.name)}];")
+                     f"label={q(_op_label(node))}];")
         for var in node.inputs:
             if var in source:
                 lines.append(f"  {source[var]} -> n{i} [label={q(str(var.type))}];")
@@ -69,6 +69,13 @@ def to_dot(graph: "Graph") -> str:
             lines.append(f"  {source[var]} -> out{i} [label={q(str(var.type))}];")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _op_label(node: "Node", max_params: int = 3) -> str:
+    """The op name, then the params that differ from the op's defaults (one a line)."""
+    changed = [f"{k}={v!r}" for k, v in node.params if node.op.params.get(k) != v]
+    lines = [node.op.name] + [p if len(p) <= 32 else p[:29] + "..." for p in changed[:max_params]]
+    return "\n".join(lines + (["..."] if len(changed) > max_params else []))
 
 
 def _two_lines(name: str, var: "Var") -> str:

@@ -32,6 +32,7 @@ def test_dot_has_an_edge_per_non_constant_input_and_output():
     dot = graph_view.to_dot(_conv_relu_graph())
     assert dot.count("->") == 3  # data -> conv2d -> relu -> out; the weight is not drawn
     assert 'label="data\\nf32[1,3,8,8]"' in dot
+    assert 'label="conv2d\\npadding=(1, 1)"' in dot  # params that differ from the defaults
 
 
 def test_without_dot_jupyter_gets_an_html_table(monkeypatch):
@@ -49,3 +50,18 @@ def test_a_failing_dot_gives_no_drawing_and_no_exception(monkeypatch, tmp_path):
     broken.chmod(0o755)
     monkeypatch.setattr(graph_view.shutil, "which", lambda name: str(broken))
     assert _conv_relu_graph()._repr_svg_() is None
+
+
+def test_a_loaded_model_shows_its_graph(tmp_path, monkeypatch):
+    import megtrace as mge
+    import megtrace.functional as F
+    from megtrace.jit import trace
+
+    infer = trace(lambda x: F.relu(x * 2.0), symbolic=True, capture_as_const=True)
+    infer(mge.tensor(np.ones((2, 3), np.float32)))
+    infer.dump(str(tmp_path / "m.mge"), arg_names=["data"], output_names=["out"])
+    model = mge.load_graph(str(tmp_path / "m.mge"))
+    assert repr(model.graph).startswith("<Graph: 1 input data: f32[2,3], ")
+    monkeypatch.setattr(graph_view.shutil, "which", lambda name: None)
+    assert model._repr_svg_() is None
+    assert "relu" in model._repr_html_()

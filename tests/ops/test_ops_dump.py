@@ -34,6 +34,12 @@ NOT_DUMPABLE = {
                         "an inference graph (MegEngine writes BatchNorm with fwd_mode "
                         "INFERENCE after module.eval())",
     "svd": "MegEngine 1.13 has SVD only as an imperative op: no serialized opr",
+    "roi_pooling": "eager only in megtrace (no Relax lowering for its data-dependent bins); "
+                   "not written as ROIPooling yet",
+    "nms_keep": "F.vision.nms keeps a value-dependent count of boxes: eager only, not "
+                "written as NMSKeep",
+    "deformable_psroi_pooling": "eager only in megtrace; not written as "
+                                "DeformablePSROIPooling yet",
 }
 
 # random ops: the file draws with MegEngine's generator from the opr's seed; the sample's
@@ -60,6 +66,9 @@ NO_LOWERING = {
     "rng_gamma": "drawn eagerly (TVM has no gamma sampler)",
     "rng_beta": "drawn eagerly (TVM has no beta sampler)",
     "rng_poisson": "drawn eagerly (TVM has no Poisson sampler)",
+    "roi_pooling": "per-RoI bin extents depend on the RoI values (eager only)",
+    "nms_keep": "greedy suppression is a sequential loop over the boxes (eager only)",
+    "deformable_psroi_pooling": "which samples count depends on the offsets (eager only)",
 }
 
 
