@@ -226,6 +226,27 @@ def _elemwise(g, opr, ins, shapes):
     return _generic(g, opr, ins, shapes)
 
 
+# -- transposed convolution: MegEngine's inputs are (weight, input[, output-shape source]) ---
+@rule("ConvolutionBackwardData", "Convolution3DBackwardData")
+def _conv_transpose(g, opr, ins, _):
+    f = _fields(opr)
+    nd = 2 if opr.type == "ConvolutionBackwardData" else 3
+    axes = ("h", "w") if nd == 2 else ("d", "h", "w")
+    if f.get("mode", "CROSS_CORRELATION") != "CROSS_CORRELATION":
+        raise UnsupportedOpError(f"{opr.type} mode {f.get('mode')} is not supported")
+    params = {"stride": tuple(f.get(f"stride_{a}", 1) for a in axes),
+              "padding": tuple(f.get(f"pad_{a}", 0) for a in axes),
+              "dilation": tuple(f.get(f"dilate_{a}", 1) for a in axes),
+              "output_padding": (0,) * nd}
+    w, x = ins[0], ins[1]
+    op = get(f"conv_transpose{nd}d")
+    if len(ins) == 3:           # the output size is the third input's
+        natural = op.infer(x.type, w.type, **params).shape[2:]
+        params["output_padding"] = tuple(int(t) - int(n) for t, n in
+                                         zip(ins[2].type.shape[2:], natural))
+    return list(g.add_node(op, [x, w], params, _hint(opr)))
+
+
 # -- shape arithmetic (folds to constants for concrete input shapes) ------------------------
 def _const_value(g: Graph, var: Var, what: str) -> np.ndarray:
     if var not in g.consts:

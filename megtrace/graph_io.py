@@ -174,6 +174,13 @@ class LoadedGraph:
         ins = ", ".join(f"{i.name}: {TensorType(i.shape, i.dtype)}" for i in self.inputs)
         return f"LoadedGraph(inputs=[{ins}], outputs={self.output_names})"
 
+    # In Jupyter a loaded model shows as its graph's drawing (see megtrace.graph_view).
+    def _repr_svg_(self) -> str | None:
+        return self.graph._repr_svg_()
+
+    def _repr_html_(self) -> str | None:
+        return self.graph._repr_html_()
+
 
 # The largest value a loaded model may compute: a file of a few bytes can ask for a
 # broadcast to any shape, and must be refused before anything is allocated or compiled.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from . import dtype as _dt
+from . import graph_view as _view
 from .errors import ShapeError
 
 if TYPE_CHECKING:
@@ -235,3 +236,14 @@ class Graph:
         lines.append(f"  return {rets}")
         lines.append("}")
         return "\n".join(lines)
+
+    # -- display (REPL and Jupyter; never the weights) -----------------------------------
+    def __repr__(self) -> str:
+        return _view.summary(self)
+
+    # Jupyter shows HTML before SVG, so the HTML table appears only when no drawing can.
+    def _repr_svg_(self) -> str | None:
+        return _view.to_svg(self)
+
+    def _repr_html_(self) -> str | None:
+        return None if _view.can_draw(self) else _view.to_html_table(self)

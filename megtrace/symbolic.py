@@ -83,12 +83,28 @@ def dims_of(var) -> SymShape:
     return SymShape(SymInt(d, ("dim", var, i)) for i, d in enumerate(var.type.shape))
 
 
+def elems_of(var, values) -> SymShape:
+    """The elements of int vector `var` (traced shape arithmetic) as SymInts."""
+    return SymShape(SymInt(int(v), ("elem", var, i)) for i, v in enumerate(values))
+
+
+def key(value: Any) -> tuple:
+    """A SymInt's expression as a hashable structure (vars by identity)."""
+    if not isinstance(value, SymInt):
+        return ("int", int(value))
+    expr = value.expr
+    if expr[0] in ("dim", "elem"):
+        return (expr[0], id(expr[1]), expr[2])
+    return (expr[0],) + tuple(key(a) for a in expr[1:])
+
+
 def leaves(value: Any):
-    """The ("dim", var, axis) leaves a SymInt's expression reads (nothing for an int)."""
+    """The ("dim", var, axis) and ("elem", var, index) leaves a SymInt's expression reads
+    (nothing for an int)."""
     if not isinstance(value, SymInt):
         return
     expr = value.expr
-    if expr[0] == "dim":
+    if expr[0] in ("dim", "elem"):
         yield expr
         return
     for operand in expr[1:]:

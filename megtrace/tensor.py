@@ -50,6 +50,8 @@ class Tensor:
         if data is None:
             raise TypeError("Tensor: data must be a Tensor, an array, a list or a number; "
                             "got None")
+        if isinstance(data, (tuple, list)) and _traced_shape_value(self, data, dtype, device):
+            return self
         if dtype is None and not isinstance(data, np.ndarray):
             arr = np.asarray(data)
             dtype = "float32" if arr.dtype.kind == "f" else None
@@ -304,12 +306,39 @@ def _check_format(format: str) -> str:
     return format
 
 
+def _traced_shape_value(t: Tensor, data, dtype, device) -> bool:
+    """`tensor(x.shape)` in a trace (MegEngine: the shape is a Tensor there): make `t` the
+    traced int32 value of the shape's expression, so that shapes built from it stay
+    symbolic in dumps. False when `data` holds no traced dims."""
+    from .dispatch import active_recorder
+    from .symbolic import has_symbols
+    rec = active_recorder()
+    make = getattr(rec, "shape_tensor", None)
+    if make is None or not has_symbols(data) or \
+            (dtype is not None and _dt.canonical(dtype) != "int32"):
+        return False
+    var = make(data)
+    if var is None:
+        return False
+    t._value, t._var, t._owner = None, var, rec
+    t._device = _device.as_device(device)
+    return True
+
+
+def shape_of_tensor(t: Tensor) -> tuple:
+    """A 1-d int Tensor given as a shape: its values, as SymInts when the trace knows it
+    as shape arithmetic (so the shape stays symbolic in a dump)."""
+    read = getattr(t._owner, "shape_values", None) if t._var is not None else None
+    dims = read(t) if read is not None else None
+    return dims if dims is not None else tuple(int(d) for d in np.atleast_1d(t.numpy()))
+
+
 def _shape_arg(args: tuple) -> tuple:
     """MegEngine's shape arguments: x.reshape(2, 3), x.reshape((2, 3)), x.reshape(shape_tensor)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list, np.ndarray, Tensor)):
         args = args[0]
     if isinstance(args, Tensor):
-        return tuple(int(d) for d in np.atleast_1d(args.numpy()))
+        return shape_of_tensor(args)
     return tuple(int(d) if isinstance(d, (Tensor, np.integer)) else d for d in args)
 
 

@@ -264,6 +264,11 @@ def _concat(g, call, a, out):
     return _node(g, "concat", a[0], axis=int(call.attrs.axis))
 
 
+@converter("cumsum")
+def _cumsum(g, call, a, out):
+    return _node(g, "cumsum", a[:1], axis=int(call.attrs.axis))
+
+
 @converter("take")
 def _take(g, call, a, out):
     return _node(g, "take", a, axis=int(call.attrs.axis))

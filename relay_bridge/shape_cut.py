@@ -99,7 +99,7 @@ def split(graph: Graph) -> tuple[Graph, ShapeCut | None]:
     kept_values = {v for n in kept for v in n.outputs}
     core_nodes = [n for n in graph.nodes if n not in kept_set]
     read_by_core = {v for n in core_nodes for v in n.inputs} | set(graph.outputs)
-    cut_inputs = [v for n in shaped for v in n.outputs if v in read_by_core]
+    cut_inputs = [v for n in kept for v in n.outputs if v in read_by_core]
     sources = set(graph.inputs) | set(graph.consts) | kept_values
     boundary = list(dict.fromkeys(v for n in kept for v in n.inputs if v not in sources))
     core = Graph(list(graph.inputs) + cut_inputs, dict(graph.consts), core_nodes, [],

@@ -220,10 +220,12 @@ def test_module_repr_and_pickle_keep_megengine_attributes():
     assert np.array_equal(clone(x).numpy(), net(x).numpy())
 
 
-@pytest.mark.lite
-@pytest.mark.parametrize("case", ["Conv1d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d",
-                                  "LocalConv2d"])
-def test_conv_family_dump_runs_in_megengine_lite(case, lite, rng, tmp_path):
+DUMPED = ["Conv1d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d", "LocalConv2d",
+          "ConvBn2d", "GroupNorm", "PReLU"]
+
+
+def _dump(case, rng, tmp_path):
+    """(path, input, traced output) of the case's module dumped to a .mge file."""
     make, shape = _module_cases()[case]
     module = _eval(_with_random_state(make(), rng))
 
@@ -235,4 +237,50 @@ def test_conv_family_dump_runs_in_megengine_lite(case, lite, rng, tmp_path):
     want = infer(mge.tensor(x)).numpy()
     path = tmp_path / "model.mge"
     infer.dump(path, arg_names=["data"], output_names=["out"])
+    return path, x, want
+
+
+@pytest.mark.parametrize("case", DUMPED)
+def test_conv_family_dump_loads_back(case, rng, tmp_path):
+    path, x, want = _dump(case, rng, tmp_path)
+    assert rel_err(mge.load_graph(path)(mge.tensor(x)).numpy(), want) <= 1e-5
+
+
+@pytest.mark.lite
+@pytest.mark.parametrize("case", DUMPED)
+def test_conv_family_dump_runs_in_megengine_lite(case, lite, rng, tmp_path):
+    path, x, want = _dump(case, rng, tmp_path)
     assert rel_err(lite.run_model(path, {"data": x})["out"], want) <= 1e-5
+
+
+def test_rnn_cells_match_megengine():
+    """Same parameters as MegEngine 1.13's cells (tests/data/make_megengine_rnn_cells.py)."""
+    d = np.load(TESTS / "data" / "megengine_rnn_cells.npz")
+    x, h, c = (mge.tensor(d[k]) for k in ("x", "h", "c"))
+    cells = {"rnn_tanh": M.RNNCell(5, 4), "rnn_relu": M.RNNCell(5, 4, nonlinearity="relu"),
+             "lstm": M.LSTMCell(5, 4)}
+    for name, cell in cells.items():
+        cell.load_state_dict({k[len(name) + 1:]: v for k, v in d.items()
+                              if k.startswith(name + ".") and "_out" not in k})
+        if name == "lstm":
+            hn, cn = cell(x, (h, c))
+            assert rel_err(hn.numpy(), d["lstm.h_out"]) <= 1e-5
+            assert rel_err(cn.numpy(), d["lstm.c_out"]) <= 1e-5
+            assert rel_err(cell(x)[0].numpy(), d["lstm.h_out_nohx"]) <= 1e-5
+            traced = trace(symbolic=True)(lambda a, b, s: cell(a, (b, s)))
+            for _ in range(2):
+                th, tc = traced(x, h, c)
+                assert rel_err(th.numpy(), hn.numpy()) <= 1e-5
+                assert rel_err(tc.numpy(), cn.numpy()) <= 1e-5
+        else:
+            assert rel_err(cell(x, h).numpy(), d[f"{name}.h_out"]) <= 1e-5
+            traced = trace(symbolic=True)(lambda a, b: cell(a, b))
+            assert rel_err(traced(x, h).numpy(), d[f"{name}.h_out"]) <= 1e-5
+
+
+def test_rnn_cell_without_bias_keeps_zero_buffers():
+    cell = M.RNNCell(3, 2, bias=False)
+    assert [n for n, _ in cell.named_parameters()] == ["weight_hh", "weight_ih"]
+    assert [n for n, _ in cell.named_buffers()] == ["bias_hh", "bias_ih"]
+    bound = 1 / np.sqrt(2)
+    assert np.abs(cell.weight_ih.numpy()).max() <= bound

@@ -43,6 +43,12 @@ CASES = {
     "roi_align": (lambda x: F.vision.roi_align(x, mge.tensor(ROIS), (2, 3)), {"ROIAlignV1"}),
     "sliding_window": (lambda x: F.sliding_window(x, 3, padding=1, stride=(2, 1)),
                        {"Images2Neibs"}),
+    "sliding_window_transpose": (lambda x: F.sliding_window_transpose(
+        F.sliding_window(x, 2, stride=1), (5, 7), 2), {"SlidingWindowTranspose"}),
+    "cross_entropy": (lambda x: F.nn.cross_entropy(
+        F.flatten(x, 2), mge.tensor((np.arange(70) % 3).reshape(2, 35).astype(np.int32)),
+        reduction="none"), {"IndexingOneHot"}),
+    "one_hot": (lambda x: F.one_hot(F.argmax(x[:, :, 0], axis=1), 3), {"IndexingSetOneHot"}),
 }
 
 
@@ -116,6 +122,10 @@ GOLDEN_CALLS = {
         x, r, (2, 3), mode="max", spatial_scale=0.75, sample_points=(3, 2), aligned=False),
     "roi_pooling_max": lambda x, r: F.vision.roi_pooling(x, r, (3, 2), scale=0.5),
     "roi_pooling_avg": lambda x, r: F.vision.roi_pooling(x, r, 3, mode="average", scale=0.7),
+    "dpsroi_trans": lambda x, r, t: F.deformable_psroi_pooling(x, r, t, False, 3, 3, 3, 4,
+                                                               0.25, 0.1),
+    "dpsroi_no_trans": lambda x, r, t: F.nn.deformable_psroi_pooling(x, r, t, True, 3, 3, 3, 2,
+                                                                     0.25),
     "nms": lambda b, s: F.vision.nms(b, s, iou_thresh=0.3),
     "nms_max": lambda b, s: F.vision.nms(b, s, iou_thresh=0.5, max_output=4),
 }

@@ -16,7 +16,7 @@ from .tensor_ops import expand_dims, reshape, squeeze
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate", "remap",
-           "warp_affine", "warp_perspective"]
+           "warp_affine", "warp_perspective", "deformable_psroi_pooling"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -142,8 +142,10 @@ def dropout(inp: Tensor, drop_prob: float, training: bool = True) -> Tensor:
 def embedding(inp: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
               max_norm: Optional[float] = None, norm_type: Optional[float] = None) -> Tensor:
     """Rows of `weight` picked by the integer tensor `inp`."""
+    if padding_idx is not None:
+        raise ValueError("Not support padding_idx Now!")
     if max_norm is not None or norm_type is not None:
-        raise NotImplementedError("embedding: max_norm/norm_type are not supported")
+        raise ValueError("Not support weight normlization Now!")
     idx = require_tensor("embedding", inp)
     flat = reshape(idx, (-1,)) if idx.ndim != 1 else idx
     if flat.dtype != np.int32:
@@ -188,5 +190,6 @@ from .onehot import __all__ as _onehot_all  # noqa: E402
 from .rearrange import *  # noqa: E402,F401,F403
 from .rearrange import __all__ as _rearrange_all  # noqa: E402
 from .vision import *  # noqa: E402,F401,F403
+from .vision import deformable_psroi_pooling  # noqa: E402,F401  (F.nn in MegEngine)
 
 __all__ += [*_onehot_all, *_rearrange_all]

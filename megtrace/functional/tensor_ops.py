@@ -20,6 +20,9 @@ __all__ = ["reshape", "flatten", "concat", "astype", "expand_dims", "squeeze", "
 def _dims(shape) -> tuple[int, ...]:
     """A shape argument as ints, keeping traced dims (SymInt) so the trace records how
     they were computed (megtrace/symbolic.py)."""
+    if isinstance(shape, Tensor):
+        from ..tensor import shape_of_tensor
+        return shape_of_tensor(shape)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
 
@@ -225,10 +228,29 @@ def arange(start=0, stop=None, step=1, dtype="float32", device=None) -> Tensor:
     start, stop, step = _scalar(start), _scalar(stop), _scalar(step)
     if stop is None:
         start, stop = 0, start
+    if isinstance(stop, SymInt) and active_recorder() and _plain_int(start) and \
+            _plain_int(step) and step != 0 and stop != start:
+        return _traced_arange(start, stop, step, dtype, device)
     start, step = np.float32(start), np.float32(step)
     num = max(int(np.ceil((np.float32(stop) - start) / step)), 0)
     return Tensor(_linspace32(start, start + step * np.float32(num - 1), num), dtype=dtype,
                   device=device)
+
+
+def _plain_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, SymInt))
+
+
+def _traced_arange(start: int, stop: SymInt, step: int, dtype, device) -> Tensor:
+    """arange up to a traced dim (`F.arange(x.shape[0])`) follows the input's size in a
+    dump: start + step * (cumsum(ones(num)) - 1), ones broadcast to the run-time count
+    num = ceil((stop - start) / step) (exact in float32 below 2**24, as MegEngine's
+    Linspace)."""
+    from .math import cumsum
+    num = -((start - stop) // step)
+    ones = broadcast_to(Tensor(np.array(1, np.float32), device=device), (num,))
+    points = (cumsum(ones, axis=0) - 1.0) * float(step) + float(start)
+    return points if np.dtype(dtype) == np.float32 else points.astype(dtype)
 
 
 def linspace(start, stop, num, dtype="float32", device=None) -> Tensor:

@@ -201,3 +201,19 @@ def nms(boxes: Tensor, scores: Tensor, iou_thresh: float,
                            max_output=int(max_output))
     kept = indices.numpy()[:int(count.numpy()[0])]
     return Tensor(order[kept].astype(np.int32))
+
+
+def deformable_psroi_pooling(inp: Tensor, rois: Tensor, trans: Tensor, no_trans: bool,
+                             part_size: int, pooled_h: int, pooled_w: int,
+                             sample_per_part: int, spatial_scale: float,
+                             trans_std: float = 0.1) -> Tensor:
+    """Deformable position-sensitive RoI pooling (R-FCN / Deformable ConvNets): each
+    output cell averages sample_per_part**2 bilinear samples, shifted by `trans` times
+    trans_std times the RoI size unless no_trans (eager only)."""
+    return apply("deformable_psroi_pooling", cast(require_tensor("deformable_psroi_pooling", inp),
+                                                   "float32"),
+                 cast(require_tensor("deformable_psroi_pooling", rois), "float32"),
+                 cast(require_tensor("deformable_psroi_pooling", trans), "float32"),
+                 no_trans=bool(no_trans), part_size=int(part_size),
+                 pooled=(int(pooled_h), int(pooled_w)), sample_per_part=int(sample_per_part),
+                 spatial_scale=float(spatial_scale), trans_std=float(trans_std))

@@ -67,7 +67,8 @@ class RepoFetcherBase:
 
     @classmethod
     def _cache_name(cls, *parts: str) -> str:
-        return "_".join(__version__.split(".")) + "_" + cls._gen_repo_dir("_".join(p for p in parts if p))
+        key = "_".join(p for p in parts if p)
+        return "_".join(__version__.split(".")) + "_" + cls._gen_repo_dir(key)
 
     @classmethod
     def _checked(cls, git_host: str, repo_info: str) -> tuple[str, str, str]:

@@ -50,8 +50,13 @@ class _View:
 
 
 def _filled(view: _View, node: Node, value: float) -> tuple[Var, ...]:
-    t = node.outputs[0].type
-    return (view.new.add_const(np.full(t.shape, value, t.dtype), node.outputs[0].name_hint),)
+    """`value` in the node's type: a scalar constant broadcast (folded when small)."""
+    out = node.outputs[0]
+    scalar = view.new.add_const(np.array(value, out.type.dtype), out.name_hint)
+    if not out.type.shape:
+        return (scalar,)
+    return view.new.add_node(get("broadcast_to"), [scalar], {"shape": out.type.shape},
+                             out.name_hint)
 
 
 def _op(view: _View, name: str, inputs: list[Var], node: Node) -> tuple[Var, ...] | None:
@@ -91,7 +96,7 @@ def _simplify_log(view: _View, node: Node, x: Var):
     return None
 
 
-def _rule(node: Node, ins: list[Var], new: Graph, remap, view: _View):
+def _rule(node: Node, ins: list[Var], view: _View):
     name = node.op.name
     if name in ("div", "sub") and ins[0] is ins[1] and view.internal(ins[0]) and \
             node.outputs[0].type == ins[0].type:
@@ -121,5 +126,5 @@ def simplify_arith(graph: Graph) -> Graph:
 
     def rule(node, ins, new, remap):
         view = views.setdefault(id(new), _View(new))
-        return _rule(node, ins, new, remap, view)
+        return _rule(node, ins, view)
     return graph.rewrite(rule)

@@ -61,6 +61,8 @@ class TraceEntry:
     target: Any = None                             # from the inputs' device when not given
     simplify: bool = False                         # opt_level >= 1: MegEngine's arith rules
     symbolic_shape: bool = True                    # Tensor.shape gave SymInts while tracing
+    shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
+    shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)

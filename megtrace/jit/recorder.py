@@ -11,7 +11,8 @@ from ..errors import TraceError
 from ..interpreter import evaluate
 from ..ir import Graph, TensorType, Var
 from ..ops import OpDef, get
-from ..symbolic import ARITHMETIC, SymInt, SymShape, dims_of, leaves, plain
+from ..symbolic import ARITHMETIC, SymInt, SymShape, dims_of, elems_of, leaves, plain
+from ..symbolic import key as expression_key
 from ..tensor import Tensor
 from .entry import Source, TapeItem, weak
 from .location import user_location
@@ -25,6 +26,9 @@ class TraceRecorder:
         self._dims: dict[Var, SymShape] = {}                # shapes handed out as SymInts
         self._shape_vars: dict[Var, Var] = {}               # shape_of node per value
         self._int_vars: dict[int, tuple[SymInt, Var]] = {}  # SymInt id -> its 0-d value
+        self._shape_derived: set[Var] = set()               # int values of shape arithmetic
+        self.shape_tensors: dict[tuple, Var] = {}           # tensor(x.shape) by expression
+        self.used_shape_values: dict[Var, np.ndarray] = {}  # such values used as shapes
         self.capture_as_const = capture_as_const
         self.tape: list[TapeItem] = []
         self.sources: dict[Var, Source] = {}
@@ -118,8 +122,11 @@ class TraceRecorder:
             node_inputs.append(self._shape_value(shape))
         params = plain(params)
         outs = self.graph.add_node(op, node_inputs, params, hint)
-        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location()))
         consts = self.graph.consts
+        if any(v in self._shape_derived for v in in_vars) and \
+                all(v in self._shape_derived or v in consts for v in in_vars):
+            self._shape_derived.update(outs)     # x_shape[:-1], concat([x_shape, ...])
+        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location()))
         if not self.symbolic and not all(v in consts for v in outs):
             values = op.run_eager([self._value_of(v) for v in node_inputs],
                                   dict(op.bind(params)))
@@ -138,10 +145,35 @@ class TraceRecorder:
         return dims
 
     def _ours(self, value) -> bool:
-        return isinstance(value, SymInt) and all(leaf[1] in self._dims for leaf in leaves(value))
+        return isinstance(value, SymInt) and all(
+            leaf[1] in (self._dims if leaf[0] == "dim" else self._shape_derived)
+            for leaf in leaves(value))
+
+    def shape_tensor(self, data) -> Var | None:
+        """`tensor(x.shape)`: the traced int32 value of the shape's expression (None when
+        `data` holds none of this trace's dims)."""
+        if not self.symbolic_shape or not any(self._ours(d) for d in data):
+            return None
+        var = self._shape_value(data)
+        self.shape_tensors[tuple(expression_key(d) for d in data)] = var
+        self._shape_derived.add(var)
+        return var
+
+    def shape_values(self, t: Tensor) -> SymShape | None:
+        """A traced int vector used as a shape: its elements as SymInts, when it is shape
+        arithmetic (its value then depends on the input shapes only)."""
+        var = t._var
+        if var not in self._shape_derived or var.type.ndim != 1:
+            return None
+        value = self._value_of(var)
+        self.used_shape_values[var] = value
+        return elems_of(var, value)
 
     def _shape_value(self, shape) -> Var:
         """The int32 vector computing `shape` at run time (its SymInts as expressions)."""
+        whole = _whole_vector(shape)
+        if whole is not None and whole in self._shape_derived and whole.type.dtype == "int32":
+            return whole
         parts = [self._int_value(d) for d in shape]
         return self.graph.add_node(get("make_shape"), parts, {}, "shape")[0]
 
@@ -153,7 +185,12 @@ class TraceRecorder:
         if known is not None:
             return known[1]
         expr, g = d.expr, self.graph
-        if expr[0] == "dim":
+        if expr[0] == "elem":
+            index = ((0, None, None, None, expr[2]),)
+            (out,) = g.add_node(get("subtensor"), [expr[1]], {"index": index}, "dim")
+            if out.type.dtype != "int32":
+                (out,) = g.add_node(get("astype"), [out], {"dtype": "int32"}, "dim")
+        elif expr[0] == "dim":
             var, axis = expr[1], expr[2]
             if var not in self._shape_vars:
                 self._shape_vars[var] = g.add_node(get("shape_of"), [var], {}, "shape_of")[0]
@@ -199,3 +236,14 @@ class TraceRecorder:
             yield
         finally:
             self._scopes.pop()
+
+
+def _whole_vector(shape) -> Var | None:
+    """The vector whose elements, all of them in order, `shape` is (else None)."""
+    exprs = [d.expr if isinstance(d, SymInt) else None for d in shape]
+    if not exprs or any(e is None or e[0] != "elem" for e in exprs):
+        return None
+    var = exprs[0][1]
+    ok = var.type.shape == (len(exprs),) and all(e[1] is var and e[2] == i
+                                                  for i, e in enumerate(exprs))
+    return var if ok else None

@@ -19,7 +19,7 @@ from ..errors import TraceError
 from ..interpreter import evaluate
 from ..ir import Var
 from ..ops import OpDef
-from ..symbolic import dims_of
+from ..symbolic import dims_of, elems_of, key
 from ..tensor import Tensor
 from .entry import TapeItem, TraceEntry
 from .location import user_location
@@ -68,6 +68,16 @@ class Replayer:
         if not self.entry.symbolic_shape or self.entry.const_value(var) is not None:
             return var.type.shape
         return dims_of(var)
+
+    def shape_tensor(self, data) -> Var | None:
+        """`tensor(x.shape)`: the value traced for the same expression."""
+        if not self.entry.symbolic_shape:
+            return None
+        return self.entry.shape_tensors.get(tuple(key(d) for d in data))
+
+    def shape_values(self, t: Tensor):
+        value = self.entry.shape_values.get(t._var)
+        return None if value is None else elems_of(t._var, value)
 
     def created(self, t: Tensor) -> None:
         self._created.add(id(t))

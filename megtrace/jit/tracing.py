@@ -206,6 +206,7 @@ class trace:
         devices = {t.device for _, t in bindings} or {get_default_device()}
         entry.target = target_for(sorted(devices)[0])
         entry.symbolic_shape = self._symbolic_shape
+        entry.shape_tensors, entry.shape_values = rec.shape_tensors, rec.used_shape_values
         # Python read these arguments' values (a repeat count, a shape given as a tensor):
         # the trace holds for those values only, so other values trace again.
         read_values = tuple((n, rec._values[v].tobytes()) for n, v in arg_vars

@@ -45,12 +45,15 @@ register(OpDef(
 # -- clip: Elemwise CLIP with both bounds (fbs/compat.py writes it as MAX then MIN unless
 # no_change_graph, as MegEngine does), else MAX or MIN -----------------------------------
 def _clip_eager(x, *, lower, upper):
-    out = x
-    if lower is not None:
-        out = np.maximum(out, np.asarray(lower, x.dtype))
-    if upper is not None:
-        out = np.minimum(out, np.asarray(upper, x.dtype))
-    return out.astype(x.dtype)
+    # one pass over x with both bounds (np.clip is min(max(x, lower), upper), so lower > upper
+    # gives upper and NaN stays NaN, as with two passes)
+    lo = None if lower is None else np.asarray(lower, x.dtype)
+    hi = None if upper is None else np.asarray(upper, x.dtype)
+    if lo is not None and hi is not None:
+        return np.clip(x, lo, hi)
+    if lo is None and hi is None:
+        return x.copy()
+    return np.maximum(x, lo) if lo is not None else np.minimum(x, hi)
 
 
 def _clip_lower(L, x, *, lower, upper):

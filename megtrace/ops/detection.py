@@ -201,3 +201,76 @@ def _nms_eager(boxes, *, iou_thresh, max_output):
 
 register(OpDef("nms_keep", params={"iou_thresh": 0.5, "max_output": 1},
                eager=_nms_eager, infer=_nms_infer))
+
+
+# -- deformable_psroi_pooling -------------------------------------------------------------
+def _dpsroi_infer(x, rois, trans, *, no_trans, part_size, pooled, sample_per_part,
+                  spatial_scale, trans_std):
+    _rois("deformable_psroi_pooling", x, rois)
+    if trans.ndim != 4 or trans.dtype != "float32":
+        raise ShapeError(f"deformable_psroi_pooling: trans must be float32 4-d; got {trans}")
+    if not no_trans and (trans.shape[1] != 2 or trans.shape[2:] != tuple(pooled)):
+        raise ShapeError(f"deformable_psroi_pooling: trans must be (K, 2, {pooled[0]}, "
+                         f"{pooled[1]}); got {trans}")
+    if min(pooled) <= 0 or part_size <= 0 or sample_per_part <= 0:
+        raise ShapeError("deformable_psroi_pooling: pooled size, part_size and "
+                         "sample_per_part must be positive")
+    return TensorType((rois.shape[0], x.shape[1]) + tuple(pooled), "float32")
+
+
+def _dpsroi_eager(x, rois, trans, *, no_trans, part_size, pooled, sample_per_part,
+                  spatial_scale, trans_std):
+    """megdnn's DeformablePSROIPooling forward: per output cell, the mean of the
+    sample_per_part**2 bilinear samples inside the image, shifted by the part's offset."""
+    f = np.float32
+    k, c = rois.shape[0], x.shape[1]
+    h, w = x.shape[2:]
+    n_cls = 1 if no_trans else trans.shape[1] // 2
+    offsets = trans.reshape(-1, 2, part_size, part_size) if not no_trans else None
+    out = np.zeros((k, c) + tuple(pooled), np.float32)
+    corner = _round_half_away(rois[:, 1:].astype(np.float32))
+    for n in range(k):
+        img = x[int(rois[n, 0])]
+        wl = corner[n, 0] * f(spatial_scale) - f(0.5)
+        hl = corner[n, 1] * f(spatial_scale) - f(0.5)
+        wr = (corner[n, 2] + f(1)) * f(spatial_scale) - f(0.5)
+        hr = (corner[n, 3] + f(1)) * f(spatial_scale) - f(0.5)
+        rw, rh = max(wr - wl, f(0.1)), max(hr - hl, f(0.1))
+        bin_h, bin_w = rh / f(pooled[0]), rw / f(pooled[1])
+        sub_h, sub_w = bin_h / f(sample_per_part), bin_w / f(sample_per_part)
+        per_cls = c // n_cls
+        for cls in range(n_cls):
+            chans = img[cls * per_cls:(cls + 1) * per_cls]
+            for i in range(pooled[0]):
+                for j in range(pooled[1]):
+                    ws, hs = f(j) * bin_w + wl, f(i) * bin_h + hl
+                    if not no_trans:
+                        part_h = int(np.floor(f(i) / pooled[0] * part_size))
+                        part_w = int(np.floor(f(j) / pooled[1] * part_size))
+                        ws += offsets[n * n_cls + cls, 0, part_h, part_w] * f(trans_std) * rw
+                        hs += offsets[n * n_cls + cls, 1, part_h, part_w] * f(trans_std) * rh
+                    total, count = np.zeros(per_cls, np.float32), 0
+                    for a in range(sample_per_part):
+                        for b in range(sample_per_part):
+                            sx, sy = ws + f(b) * sub_w, hs + f(a) * sub_h
+                            if sx < -0.5 or sx > w - 0.5 or sy < -0.5 or sy > h - 0.5:
+                                continue
+                            sx, sy = min(max(sx, f(0)), f(w - 1)), min(max(sy, f(0)), f(h - 1))
+                            y0, x0 = int(np.floor(sy)), int(np.floor(sx))
+                            y1, x1 = int(np.ceil(sy)), int(np.ceil(sx))
+                            dy, dx = sy - f(y0), sx - f(x0)
+                            total += ((1 - dx) * (1 - dy) * chans[:, y0, x0]
+                                      + (1 - dx) * dy * chans[:, y1, x0]
+                                      + dx * (1 - dy) * chans[:, y0, x1]
+                                      + dx * dy * chans[:, y1, x1])
+                            count += 1
+                    if count:
+                        out[n, cls * per_cls:(cls + 1) * per_cls, i, j] = total / f(count)
+    return out
+
+
+# Eager only: per-sample validity makes the sample count data dependent.
+register(OpDef("deformable_psroi_pooling",
+               params={"no_trans": True, "part_size": 1, "pooled": (1, 1),
+                       "sample_per_part": 1, "spatial_scale": 1.0, "trans_std": 1.0},
+               eager=_dpsroi_eager, infer=_dpsroi_infer))

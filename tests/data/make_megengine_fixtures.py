@@ -80,7 +80,8 @@ def main():
         if isinstance(m, M.BatchNorm2d):
             shape = m.running_mean.shape
             m.running_mean[...] = mge.tensor(np.random.normal(size=shape).astype("float32") * 0.1)
-            m.running_var[...] = mge.tensor(np.random.uniform(0.5, 1.5, size=shape).astype("float32"))
+            m.running_var[...] = mge.tensor(
+                np.random.uniform(0.5, 1.5, size=shape).astype("float32"))
     net.eval()
     x = np.random.rand(1, 3, 64, 64).astype("float32")
 

@@ -73,6 +73,13 @@ cases["roi_pooling_max"] = ([feat, rois], lambda a, r: F.vision.roi_pooling(a, r
 cases["roi_pooling_avg"] = ([feat, rois], lambda a, r: F.vision.roi_pooling(a, r, 3, mode="average", scale=0.7))
 cases["nms"] = ([boxes, scores], lambda b, s: F.vision.nms(b, s, iou_thresh=0.3))
 cases["nms_max"] = ([boxes, scores], lambda b, s: F.vision.nms(b, s, iou_thresh=0.5, max_output=4))
+ps_feat = rng.uniform(-1, 1, size=(2, 8, 12, 10)).astype("float32")
+ps_rois = np.array([[0, 1.4, 2.6, 30.2, 40.7], [1, 10.0, 4.0, 20.0, 9.0]], "float32")
+ps_trans = rng.uniform(-1, 1, size=(2, 2, 3, 3)).astype("float32")
+cases["dpsroi_trans"] = ([ps_feat, ps_rois, ps_trans], lambda a, r, t: F.deformable_psroi_pooling(
+    a, r, t, False, 3, 3, 3, 4, 0.25, 0.1))
+cases["dpsroi_no_trans"] = ([ps_feat, ps_rois, ps_trans], lambda a, r, t: F.deformable_psroi_pooling(
+    a, r, t, True, 3, 3, 3, 2, 0.25, 0.1))
 
 out = {}
 for name, (inputs, fn) in cases.items():

@@ -70,6 +70,22 @@ def shape_arithmetic(x):
     return F.ones((n, c * h * w)) + y.reshape(-(-n) + c % 2, -1)
 
 
+def arange_batch(x):
+    """CLIP's text pooling: one row per sample picked by an arange over the batch."""
+    return x[F.arange(x.shape[0], dtype=np.int32), F.argmax(x, axis=-1)] + \
+        F.arange(1, x.shape[1] * 3, 2)[2]
+
+
+def shape_as_tensor(x):
+    """BERT's transpose_for_scores: the shape as a Tensor, sliced and concatenated."""
+    x_shape = mge.tensor(x.shape)
+    heads = F.concat([x_shape[:-1], mge.tensor([2, 3], dtype="int32")])
+    y = x.reshape(heads).transpose(0, 2, 1, 3)
+    y_shape = mge.tensor(y.shape)
+    return y.transpose(0, 2, 1, 3).reshape(F.concat([y_shape[:1], y_shape[2:3],
+                                                     mge.tensor([6], dtype="int32")])) * 2
+
+
 def matmul_3d_2d(x):
     w = mge.tensor(np.linspace(-1, 1, 30, dtype="float32").reshape(6, 5))
     return F.matmul(x, w)
@@ -86,6 +102,8 @@ MODELS = {
     "broadcast_batch": (lambda: broadcast_batch, (1, 4, 8)),
     "zeros_batch": (lambda: zeros_batch, (1, 6)),
     "shape_arithmetic": (lambda: shape_arithmetic, (1, 2, 4, 6)),
+    "arange_batch": (lambda: arange_batch, (1, 5)),
+    "shape_as_tensor": (lambda: shape_as_tensor, (1, 4, 6)),
     "matmul_3d_2d": (lambda: matmul_3d_2d, (1, 4, 6)),
     "matmul_4d": (lambda: matmul_4d, (1, 2, 4, 6)),
 }

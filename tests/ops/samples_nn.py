@@ -269,6 +269,32 @@ def _nms_ref(boxes, *, iou_thresh, max_output):
     return np.array(padded, np.int32), np.array([len(kept)], np.int32)
 
 
+def _dpsroi_ref(x, rois, trans, *, no_trans, part_size, pooled, sample_per_part,
+                spatial_scale, trans_std):
+    k, c, h, w = rois.shape[0], x.shape[1], x.shape[2], x.shape[3]
+    res = np.zeros((k, c) + tuple(pooled))
+    for n, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = (math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1) for v in roi[1:])
+        wl, hl = x0 * spatial_scale - 0.5, y0 * spatial_scale - 0.5
+        rw = max((x1 + 1) * spatial_scale - 0.5 - wl, 0.1)
+        rh = max((y1 + 1) * spatial_scale - 0.5 - hl, 0.1)
+        for ch, i, j in np.ndindex(c, *pooled):
+            dx = dy = 0.0
+            if not no_trans:
+                ph, pw = int(i * part_size / pooled[0]), int(j * part_size / pooled[1])
+                dx, dy = trans[n, 0, ph, pw] * trans_std, trans[n, 1, ph, pw] * trans_std
+            vals = []
+            for a, b in np.ndindex(sample_per_part, sample_per_part):
+                sx = j * rw / pooled[1] + wl + dx * rw + b * rw / pooled[1] / sample_per_part
+                sy = i * rh / pooled[0] + hl + dy * rh + a * rh / pooled[0] / sample_per_part
+                if -0.5 <= sx <= w - 0.5 and -0.5 <= sy <= h - 0.5:
+                    sx, sy = min(max(sx, 0), w - 1), min(max(sy, 0), h - 1)
+                    vals.append(_bilinear_at(x[int(roi[0]), ch:ch + 1].astype(np.float64),
+                                             sy, sx, "REPLICATE", 0)[0])
+            res[n, ch, i, j] = np.mean(vals) if vals else 0.0
+    return res
+
+
 def _rois(rng):
     return np.array([[0, 1.2, 2.3, 9.1, 13.5], [1, 0.0, 0.0, 11.0, 15.0],
                      [1, 4.4, 3.3, 6.1, 5.7], [0, -2.0, 3.0, 5.0, 20.0]], np.float32)
@@ -357,6 +383,13 @@ SAMPLES += [
     Sample("roi_pooling", lambda rng: [f32(2, 3, 16, 12)(rng), _rois(rng)],
            {"mode": "average", "pooled": (3, 3), "scale": 0.7}, ref=_roi_pool_ref,
            tag="average"),
+    *[Sample("deformable_psroi_pooling",
+             lambda rng: [f32(2, 4, 12, 10)(rng),
+                          np.array([[0, 1.4, 2.6, 30.2, 40.7], [1, 10, 4, 20, 9]], np.float32),
+                          f32(2, 2, 3, 3)(rng)],
+             {"no_trans": no_trans, "part_size": 3, "pooled": (3, 3), "sample_per_part": 3,
+              "spatial_scale": 0.25, "trans_std": 0.1}, ref=_dpsroi_ref,
+             tag="no_trans" if no_trans else "trans") for no_trans in (True, False)],
     Sample("nms_keep", lambda rng: [_boxes(rng)], {"iou_thresh": 0.3, "max_output": 12},
            ref=_nms_ref),
     Sample("nms_keep", lambda rng: [_boxes(rng)], {"iou_thresh": 0.5, "max_output": 3},

@@ -34,8 +34,12 @@ NOT_DUMPABLE = {
                         "an inference graph (MegEngine writes BatchNorm with fwd_mode "
                         "INFERENCE after module.eval())",
     "svd": "MegEngine 1.13 has SVD only as an imperative op: no serialized opr",
-    "roi_pooling": "no writer for MegEngine's ROIPooling opr yet",
-    "nms_keep": "no writer for MegEngine's NMSKeep opr yet",
+    "roi_pooling": "eager only in megtrace (no Relax lowering for its data-dependent bins); "
+                   "not written as ROIPooling yet",
+    "nms_keep": "F.vision.nms keeps a value-dependent count of boxes: eager only, not "
+                "written as NMSKeep",
+    "deformable_psroi_pooling": "eager only in megtrace; not written as "
+                                "DeformablePSROIPooling yet",
 }
 
 # random ops: the file draws with MegEngine's generator from the opr's seed; the sample's
@@ -65,13 +69,14 @@ NO_LOWERING = {
     "get_shape": "folded from input types while tracing; never reaches TVM",
     "batch_norm_train": "training only (see NOT_DUMPABLE)",
     "matinv": "TVM 0.27 has no matrix inverse; compiled graphs run it through NumPy",
-    "roi_pooling": "no Relax lowering yet; compiled graphs interpret it",
-    "nms_keep": "no Relax lowering yet; compiled graphs interpret it",
     "deformable_conv2d": "no Relax lowering yet; compiled graphs interpret it",
     "svd": "TVM 0.27 has no SVD",
     "rng_gamma": "drawn eagerly (TVM has no gamma sampler)",
     "rng_beta": "drawn eagerly (TVM has no beta sampler)",
     "rng_poisson": "drawn eagerly (TVM has no Poisson sampler)",
+    "roi_pooling": "per-RoI bin extents depend on the RoI values (eager only)",
+    "nms_keep": "greedy suppression is a sequential loop over the boxes (eager only)",
+    "deformable_psroi_pooling": "which samples count depends on the offsets (eager only)",
 }
 
 

@@ -153,8 +153,9 @@ class ResNet(M.Module):
 
 
 def resnet_tiny(**kwargs):
-    """ResNet-18's layout (BasicBlock x [2, 2, 2, 2]) at base width 8."""
-    return ResNet(BasicBlock, [2, 2, 2, 2], **{"base": 8, "pool": 2, "num_classes": 10, **kwargs})
+    """ResNet-18's layout (BasicBlock x [2, 2, 2, 2]) at base width 8, 10 classes."""
+    return ResNet(BasicBlock, [2, 2, 2, 2],
+                  **{"base": 8, "pool": 2, "num_classes": 10, **kwargs})
 
 
 def resnext_tiny(**kwargs):
