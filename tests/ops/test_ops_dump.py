@@ -53,9 +53,6 @@ _SHAPE_INPUT = ("the target shape is a run-time tensor input: the reader folds s
                 "arithmetic to constants for given input shapes, a shape read from an "
                 "input's values is unknown until run time")
 NOT_READABLE = {
-    "conv_transpose2d": "no reader rule for ConvolutionBackwardData yet",
-    "conv_transpose3d": "no reader rule for Convolution3DBackwardData yet",
-    "local_conv2d": "the reader does not know GroupLocal/Local oprs yet",
     "rng_uniform": "no reader rule for UniformRNG: the op takes its Philox key as an input, "
                    "the opr only a seed param",
     "rng_normal": "no reader rule for GaussianRNG (as rng_uniform)",
