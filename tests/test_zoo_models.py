@@ -21,12 +21,7 @@ GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator"]
 # an error the day the piece lands (then delete its line). MISSING applies to every test,
 # MISSING_IN_LITE to the MegEngine Lite one only.
 MISSING: dict[str, str] = {}
-MISSING_IN_LITE: dict[str, str] = {
-    "bert": "symbolic batch: the dump traced at batch 1 keeps the shape tensors' values "
-            "(reshape to (1, 8, 32)), so Lite fails at batch 4",
-    "clip": "symbolic batch: F.arange(x.shape[0]) of the end-of-text gather keeps the traced "
-            "batch 1, so at batch 4 Lite picks the wrong rows",
-}
+MISSING_IN_LITE: dict[str, str] = {}
 
 
 def _params(names, *missing):
