@@ -77,13 +77,15 @@ def _is_io(item: Any) -> bool:
             and isinstance(item.get("shape"), list)
             and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                     for d in item["shape"])
-            and isinstance(item.get("dtype"), str)):
-        return False
-    try:
-        np.dtype(item["dtype"])
-    except TypeError:
+            and isinstance(item.get("dtype"), str) and item["dtype"] in _DTYPES):
         return False
     return True
+
+
+# The dtypes an export writes (np.dtype would also parse arbitrary strings such as
+# "f4,(2)i" through ast.literal_eval, which a manifest has no business asking for).
+_DTYPES = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                     "uint64", "float16", "bfloat16", "float32", "float64"})
 
 
 def library_digest(library: str | os.PathLike) -> tuple[int, str]:
