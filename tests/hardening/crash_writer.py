@@ -30,6 +30,13 @@ infer(mge.tensor(np.ones((1, 256), np.float32)))
 for i in range(1000):
     if kind == "dump":
         infer.dump(path, arg_names=["data"], output_names=["out"])
+    elif kind == "tune":             # path: the tuning work_dir
+        small = trace(lambda x: F.relu(net.fc1(x)), symbolic=True, capture_as_const=True)
+        small(mge.tensor(np.ones((1, 256), np.float32)))
+        if i == 0:
+            print("ready", flush=True)
+        mge.tune(small, work_dir=path, trials=4, base="default")
+        continue
     else:
         mge.export(infer, path)
     if i == 0:

@@ -104,6 +104,34 @@ def test_sigkill_during_export_never_tears_the_library(tmp_path):
         assert model(np.ones((1, 256), np.float32))[0].shape == (1, 512)
 
 
+@pytest.mark.slow
+def test_sigkill_during_tune_leaves_a_usable_database(tmp_path, caplog):
+    from relay_bridge.targets import resolve
+    from relay_bridge.tuning_store import Store
+    work = tmp_path / "tuning"
+    work.mkdir()
+    rng = random.Random(1)
+    env = {**os.environ, "TVM_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    for _ in range(2):
+        proc = subprocess.Popen([sys.executable, str(WRITER), "tune", str(work)],
+                                stdout=subprocess.PIPE, text=True, env=env)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(2.0, 12.0))           # somewhere inside a tuning run
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    stores = [p for p in work.iterdir() if p.is_dir()]
+    assert len(stores) == 1
+    store = Store(work, resolve(None))
+    assert store.dir == stores[0]
+    assert isinstance(store.decisions(), dict) and isinstance(store.read_meta(), dict)
+    store.database()                                  # loads (repaired if it was torn)
+    for name in ("megtrace.json", "decisions.json"):  # never torn: written atomically
+        path = store.dir / name
+        if path.exists():
+            json.loads(path.read_text())
+
+
 def _export_small(tmp_path) -> Path:
     from megtrace.jit import trace
     infer = trace(lambda x: x * 2 + 1, symbolic=True, capture_as_const=True)
