@@ -93,47 +93,50 @@ class Replayer:
                 "too many instructions",
                 f"{op.name} at {user_location()} comes after the {len(tape)} traced ops")
         item = tape[self.pc]
+        index = self.pc
         self.pc += 1
-        here = f"{item.describe(self.pc - 1)}, replayed at {user_location()}"
+
+        def here() -> str:          # built only for an error: replays stay cheap per op
+            return f"{item.describe(index)}, replayed at {user_location()}"
         if len(inputs) != len(item.inputs):
             raise TraceError.because(
-                "input size mismatch", f"{here}: traced with {len(item.inputs)} inputs, "
+                "input size mismatch", f"{here()}: traced with {len(item.inputs)} inputs, "
                 f"now {len(inputs)}")
         if op is not item.op:
             raise TraceError.because("operator mismatch",
                                      f"operator mismatch: traced {item.op.name}, now "
-                                     f"{op.name}; {here}")
+                                     f"{op.name}; {here()}")
         if op.bind(params) != item.params:
             raise TraceError.because("operator mismatch",
                                      f"operator mismatch: {op.name} parameters changed from "
-                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here}")
+                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here()}")
         for i, (t, var) in enumerate(zip(inputs, item.inputs)):
-            self._check_input(item, t, var, f"input {i} of {here}")
+            self._check_input(item, t, var, lambda i=i: f"input {i} of {here()}")
         return tuple(self._traced(v) for v in item.outputs)
 
     def _internal(self, t: Tensor) -> bool:
         """Computed by a traced op during this replay (arguments are external)."""
         return t._owner is self and t._var not in self.entry.sources
 
-    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where: str) -> None:
+    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where) -> None:
         if t._owner is not None and t._owner is not self:
             raise TraceError.because("expect external node, got internal",
-                                     f"{where}: a tensor of another trace was used")
+                                     f"{where()}: a tensor of another trace was used")
         source = self.entry.sources.get(var)
         if source is None:                       # traced: computed inside the function
             if not self._internal(t):
                 raise TraceError.because(
                     "expect internal node, got external",
-                    f"{where} was traced on a value computed inside the function")
+                    f"{where()} was traced on a value computed inside the function")
             if t._var is not var:
                 raise TraceError.because(
                     "input id mismatch",
-                    f"{where} reads a different value than when it was traced")
+                    f"{where()} reads a different value than when it was traced")
             return
         if self._internal(t):
             raise TraceError.because(
                 "expect external node, got internal",
-                f"{where} was traced on {var.name_hint or 'a value from outside'}")
+                f"{where()} was traced on {var.name_hint or 'a value from outside'}")
         if source.kind in ("const", "captured"):
             same = source.kind == "captured" and source.outside() is t and \
                 t._version == source.version
@@ -141,16 +144,16 @@ class Replayer:
                 raise TraceError.because(
                     "tensors not equals",
                     f"tensors not equals: {var.name_hint or 'a constant'} changed since it "
-                    f"was traced; {where}")
+                    f"was traced; {where()}")
             return
         if t.dtype.name != var.type.dtype:
             raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
-                                     where)
+                                     where())
         if t._owner is self and t._var is var:  # the argument it was traced on
             return
         if t.shape != var.type.shape:
             raise TraceError.because(
-                "shape mismatch", f"{where}: {var.name_hint} was traced as "
+                "shape mismatch", f"{where()}: {var.name_hint} was traced as "
                 f"{var.type.shape}, now {t.shape} (the compiled graph has static shapes)")
         self._fed[var] = t
 
