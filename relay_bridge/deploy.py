@@ -108,7 +108,8 @@ _X86_ISA = {"sse4.1": "sse4_1", "sse4.2": "sse4_2", "avx": "avx", "avx2": "avx2"
             "avx512fp16": "avx512_fp16", "avxvnni": "avx_vnni", "amx-tile": "amx_tile"}
 
 
-def _host_cpu_flags() -> set[str] | None:
+def host_cpu_flags() -> set[str] | None:
+    """The ISA flags the OS reports for this CPU (/proc/cpuinfo), None where unknown."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -146,7 +147,7 @@ def _missing_isa(target: dict[str, Any]) -> set[str]:
     if triple and triple.split("-")[0] != platform.machine():
         raise ValueError(f"the library was built for {triple}, this machine is "
                          f"{platform.machine()}")
-    flags = _host_cpu_flags()
+    flags = host_cpu_flags()
     if flags is None or platform.machine() not in ("x86_64", "AMD64"):
         return set()
     import tvm

@@ -5,6 +5,7 @@ import os
 from typing import Any
 
 from ._tvm import tvm
+from .deploy import host_cpu_flags
 
 PRESETS: dict[str, dict[str, Any]] = {
     "x86-avx2": {"kind": "llvm", "mcpu": "haswell"},
@@ -23,20 +24,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 _MASKABLE = (("avx512f", "avx512f"), ("avx2", "avx2"), ("fma", "fma"), ("f16c", "f16c"))
 
 
-def _os_cpu_flags() -> set[str] | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return None
-
-
 def _masked_features(cpu: str) -> list[str]:
     """`-feature` for every extension LLVM credits `cpu` with that the OS does not enable."""
-    flags = _os_cpu_flags()
+    flags = host_cpu_flags()
     if flags is None:
         return []
     codegen = tvm().target.codegen
