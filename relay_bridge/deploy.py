@@ -1,4 +1,4 @@
-"""Run a model exported by `relay_bridge.export` with nothing but TVM and NumPy.
+"""Run a model exported by `megtrace.relay_bridge.export` with nothing but TVM and NumPy.
 
 Deliberately standalone: it imports nothing from megtrace or the rest of relay_bridge,
 so a deployment needs only the exported library, its JSON manifest and this file

@@ -38,7 +38,7 @@ def fuse(mod: Any, target: Any) -> Any:
 
 
 def generic_rule() -> Any | None:
-    """relay_bridge.cpu's rule for the kernels nothing else schedules (None if absent)."""
+    """megtrace.relay_bridge.cpu's rule for the kernels nothing else schedules (None if absent)."""
     try:
         from .cpu.generic import GenericRule
     except ImportError as e:           # the rules are optional for a tuned build

@@ -101,7 +101,7 @@ def test_missing_model_file():
 
 
 def test_a_tampered_testcase_fails_with_status_1(fixtures_dir, tmp_path):
-    from fbs.testcases import read_container
+    from megtrace.fbs.testcases import read_container
     data = (fixtures_dir / "convnet_testcase.mge").read_bytes()
     _, cases = read_container(data)
     expect = np.ascontiguousarray(cases[0]["out:expect"])

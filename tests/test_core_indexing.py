@@ -9,7 +9,7 @@ import pytest
 from conftest import rel_err
 
 import megtrace as mge
-from fbs.reader import read_model
+from megtrace.fbs.reader import read_model
 from megtrace.errors import UnsupportedOpError
 from megtrace.jit import trace
 

@@ -7,9 +7,9 @@ from conftest import rel_err
 import megtrace as mge
 import megtrace.functional as F
 import megtrace.module as M
-from fbs.reader import read_model
-from fbs.to_graph import build_graph, find_collapses
-from fbs.writer import DumpOptions, emit_graph, serialize
+from megtrace.fbs.reader import read_model
+from megtrace.fbs.to_graph import build_graph, find_collapses
+from megtrace.fbs.writer import DumpOptions, emit_graph, serialize
 from megtrace.errors import FormatError
 from megtrace.jit import trace
 

@@ -128,7 +128,7 @@ def _seed7_trace(fn):
 
 
 def test_dump_writes_megengines_rng_oprs(tmp_path):
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     path = tmp_path / "rng.mge"
     with pytest.warns(OptimizationSkippedWarning, match="optimize_for_inference skipped"):
         _seed7_trace(_uniform_normal).dump(path, arg_names=["x"])

@@ -62,7 +62,7 @@ def _dump(fn, x, path, **kw):
 @pytest.mark.parametrize("name", CASES, ids=str)
 @pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "plain"])
 def test_dump_writes_megengine_oprs_and_reads_back(name, optimize, rng, tmp_path):
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     fn, oprs = CASES[name]
     x = rng.uniform(-1, 1, size=IMG).astype(np.float32)
     path = tmp_path / "m.mge"

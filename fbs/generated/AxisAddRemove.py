@@ -30,7 +30,7 @@ class AxisAddRemove(object):
         if o != 0:
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 8
-            from fbs.generated.AxisDesc import AxisDesc
+            from megtrace.fbs.generated.AxisDesc import AxisDesc
             obj = AxisDesc()
             obj.Init(self._tab.Bytes, x)
             return obj

@@ -30,7 +30,7 @@ class IndexDescMaskDump(object):
         if o != 0:
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 5
-            from fbs.generated.IndexDescMaskItem import IndexDescMaskItem
+            from megtrace.fbs.generated.IndexDescMaskItem import IndexDescMaskItem
             obj = IndexDescMaskItem()
             obj.Init(self._tab.Bytes, x)
             return obj

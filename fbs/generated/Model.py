@@ -49,7 +49,7 @@ class Model(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.Operator import Operator
+            from megtrace.fbs.generated.Operator import Operator
             obj = Operator()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -74,7 +74,7 @@ class Model(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.MiddleTensor import MiddleTensor
+            from megtrace.fbs.generated.MiddleTensor import MiddleTensor
             obj = MiddleTensor()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -99,7 +99,7 @@ class Model(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.OutputVar import OutputVar
+            from megtrace.fbs.generated.OutputVar import OutputVar
             obj = OutputVar()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -124,7 +124,7 @@ class Model(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.OutputAlias import OutputAlias
+            from megtrace.fbs.generated.OutputAlias import OutputAlias
             obj = OutputAlias()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -154,7 +154,7 @@ class Model(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
         if o != 0:
             x = self._tab.Indirect(o + self._tab.Pos)
-            from fbs.generated.Metadata import Metadata
+            from megtrace.fbs.generated.Metadata import Metadata
             obj = Metadata()
             obj.Init(self._tab.Bytes, x)
             return obj

@@ -100,7 +100,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.ParamSlot import ParamSlot
+            from megtrace.fbs.generated.ParamSlot import ParamSlot
             obj = ParamSlot()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -179,7 +179,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.CompNode import CompNode
+            from megtrace.fbs.generated.CompNode import CompNode
             obj = CompNode()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -202,7 +202,7 @@ class Operator(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
         if o != 0:
             x = self._tab.Indirect(o + self._tab.Pos)
-            from fbs.generated.DType import DType
+            from megtrace.fbs.generated.DType import DType
             obj = DType()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -215,7 +215,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.Tensor import Tensor
+            from megtrace.fbs.generated.Tensor import Tensor
             obj = Tensor()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -254,7 +254,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.Blob import Blob
+            from megtrace.fbs.generated.Blob import Blob
             obj = Blob()
             obj.Init(self._tab.Bytes, x)
             return obj

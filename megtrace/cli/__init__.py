@@ -47,7 +47,7 @@ def main(argv=None) -> int:
         from ..demo import main as demo
         return demo(rest)
     if args.cmd == "tune":
-        from relay_bridge.cli_tune import main as tune_main
+        from megtrace.relay_bridge.cli_tune import main as tune_main
         return tune_main(rest, prog="megtrace tune")
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")

@@ -37,7 +37,7 @@ def is_exported_library(path: Path) -> bool:
 def load_model(path: Path, target: Any = None):
     """A loaded .mge (LoadedGraph) or an exported library (DeployedModel)."""
     if is_exported_library(path):
-        from relay_bridge.export import load_exported
+        from megtrace.relay_bridge.export import load_exported
         return load_exported(path)
     import megtrace as mge
     return mge.load_graph(path, target=target)

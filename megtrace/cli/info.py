@@ -24,13 +24,13 @@ def decode_optimize_options(value: int) -> list[str]:
 
 
 def run(args) -> int:
-    from fbs.reader import detect_format, read_model
+    from megtrace.fbs.reader import detect_format, read_model
     path = existing_file(args.model)
     data = path.read_bytes()
     kind = detect_format(data)
     cases = []
     if kind == "mgbtest0":
-        from fbs.testcases import read_container
+        from megtrace.fbs.testcases import read_container
         model, cases = read_container(data)
     else:
         model = read_model(data)

@@ -172,7 +172,7 @@ def _profile(model, feeds, target: str) -> None:
     if not hasattr(model, "compiled_for"):
         raise UserError("--profile needs a .mge model (an exported library has no kernel "
                         "names to report)")
-    from relay_bridge.profile import profile_run
+    from megtrace.relay_bridge.profile import profile_run
     arrays = model._feed((), feeds)
     _, report = profile_run(model.compiled_for(arrays), arrays)
     records = [r for per in report["profiler"]["device"].values() for r in per.values()]

@@ -104,7 +104,7 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
                               compat_older_version=compat_older_version,
                               input_names=in_names)
     if input_data is not None:
-        from fbs.testcases import write_container
+        from megtrace.fbs.testcases import write_container
         data = write_container(data, cases, in_names)
     _write_atomic(file, data, append)
     return result
@@ -126,11 +126,11 @@ def _freeze_random_keys(graph: Graph, entry) -> Graph:
 
 
 def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
-    """optimize_for_inference through TVM (relay_bridge.optimize); a graph it cannot bring
+    """optimize_for_inference through TVM (megtrace.relay_bridge.optimize); a graph it cannot bring
     back from Relax is written unoptimized, with a warning and no optimize_options."""
     import warnings
 
-    from relay_bridge.optimize import optimize_for_inference
+    from megtrace.relay_bridge.optimize import optimize_for_inference
     from ..errors import OptimizationSkippedWarning, UnsupportedOpError
     try:
         return optimize_for_inference(

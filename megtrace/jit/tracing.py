@@ -241,7 +241,7 @@ class trace:
         if entry.compiled is None:
             with self._build_lock:
                 if entry.compiled is None:
-                    from relay_bridge import compile_graph
+                    from megtrace.relay_bridge import compile_graph
                     graph = entry.exec_graph()
                     target = self._target if self._target is not None else entry.target
                     entry.compiled = (graph, compile_graph(graph, target,
@@ -251,7 +251,7 @@ class trace:
             return {}
         arrays = [feeds[v] for v in graph.inputs]
         if self._profiling:
-            from relay_bridge.profile import profile_run
+            from megtrace.relay_bridge.profile import profile_run
             values, self._profile = profile_run(compiled, arrays)
         else:
             values = compiled(*arrays)
@@ -264,7 +264,7 @@ class trace:
         """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):
         a negative level builds like its absolute value and checks the first compiled
         run against the NumPy interpreter, as MegEngine checks its optimized graph."""
-        from relay_bridge.build import BuildOptions
+        from megtrace.relay_bridge.build import BuildOptions
         level = abs(self._opt_level)
         cfg = self._graph_opt_config or GraphOptimizationConfig()
 
@@ -274,13 +274,13 @@ class trace:
                             self._tuning_dir or os.environ.get("MEGTRACE_TUNING_DIR"))
 
     def get_profile(self) -> dict:
-        """Per-kernel timings of the last compiled run (see relay_bridge.profile for the
+        """Per-kernel timings of the last compiled run (see megtrace.relay_bridge.profile for the
         JSON shape). Empty records before the first compiled run; TraceError unless the
         trace was made with profiling=True."""
         if not self._profiling:
             raise TraceError("trace: get_profile() needs trace(..., profiling=True)")
         if self._profile is None:
-            from relay_bridge.profile import empty_profile
+            from megtrace.relay_bridge.profile import empty_profile
             return empty_profile()
         return self._profile
 

@@ -1,4 +1,4 @@
-"""relay_bridge.cpu: every rule against a float64 NumPy reference, the NCHW16c layout kept
+"""megtrace.relay_bridge.cpu: every rule against a float64 NumPy reference, the NCHW16c layout kept
 across ops (including channel counts that are not multiples of 16), fallbacks to the
 default path, and whole models compiled vs eager."""
 import logging
@@ -12,7 +12,7 @@ import megtrace as mge
 from megtrace.ir import Graph, TensorType
 from megtrace.jit import trace
 from megtrace.ops import get
-from relay_bridge import compile_graph
+from megtrace.relay_bridge import compile_graph
 
 TOL = 1e-5
 
@@ -285,8 +285,8 @@ def test_global_adaptive_pool_reads_blocked_input(mode, rng):
 
 # -- the generic rule --------------------------------------------------------------------
 def test_generic_rule_threads_and_vectorises_leftover_kernels(rng):
-    from relay_bridge._tvm import tvm
-    from relay_bridge.cpu.generic import schedule_generic
+    from megtrace.relay_bridge._tvm import tvm
+    from megtrace.relay_bridge.cpu.generic import schedule_generic
     te = tvm().te
     a = te.placeholder((64, 512), "float32", name="a")
     b = te.compute((64, 512), lambda i, j: a[i, j] * 2.0 + 1.0, name="b")
@@ -328,7 +328,7 @@ def test_dilated_conv_falls_back_to_the_default_path(rng):
 
 
 def test_a_failing_rule_falls_back_without_changing_results(rng, monkeypatch, caplog):
-    import relay_bridge.cpu.lower as cpu_lower
+    import megtrace.relay_bridge.cpu.lower as cpu_lower
 
     def broken(*args, **kwargs):
         raise RuntimeError("simulated rule bug")
@@ -343,7 +343,7 @@ def test_a_failing_rule_falls_back_without_changing_results(rng, monkeypatch, ca
 
 
 def test_a_failing_rules_build_is_rebuilt_on_the_default_path(rng, monkeypatch, caplog):
-    import relay_bridge.cpu as cpu
+    import megtrace.relay_bridge.cpu as cpu
 
     def broken_pipeline(target, **kwargs):
         raise RuntimeError("simulated pipeline bug")
@@ -378,8 +378,8 @@ def test_rules_can_be_switched_off(rng, monkeypatch):
 
 
 def test_only_llvm_targets_take_the_rules(monkeypatch):
-    from relay_bridge.build import uses_cpu_rules
-    from relay_bridge.targets import resolve
+    from megtrace.relay_bridge.build import uses_cpu_rules
+    from megtrace.relay_bridge.targets import resolve
     monkeypatch.delenv("MEGTRACE_CPU_RULES", raising=False)
     assert uses_cpu_rules(resolve(None))
     assert not uses_cpu_rules(resolve("cuda-sm90"))

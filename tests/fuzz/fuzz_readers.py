@@ -18,10 +18,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 with atheris.instrument_imports(include=["fbs", "megtrace", "relay_bridge"]):
     import megtrace  # noqa: F401
-    import fbs.reader  # noqa: F401
-    import fbs.to_graph  # noqa: F401
-    import relay_bridge.deploy  # noqa: F401
-    import relay_bridge.tuning_store  # noqa: F401
+    import megtrace.fbs.reader  # noqa: F401
+    import megtrace.fbs.to_graph  # noqa: F401
+    import megtrace.relay_bridge.deploy  # noqa: F401
+    import megtrace.relay_bridge.tuning_store  # noqa: F401
 
 from fuzz.targets import check_one, targets  # noqa: E402
 

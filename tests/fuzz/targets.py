@@ -93,8 +93,8 @@ _SPLIT = b"\n--8<--\n"
 
 def _tuning_db(data: bytes) -> None:
     """The bytes are the workload file, then (after _SPLIT) the records, then decisions."""
-    from relay_bridge.targets import resolve
-    from relay_bridge.tuning_store import Store
+    from megtrace.relay_bridge.targets import resolve
+    from megtrace.relay_bridge.tuning_store import Store
     parts = (data.split(_SPLIT) + [b"", b""])[:3]
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -113,7 +113,7 @@ def _tuning_seeds() -> list[bytes]:
 
 
 def _manifest(data: bytes) -> None:
-    from relay_bridge.deploy import parse_manifest
+    from megtrace.relay_bridge.deploy import parse_manifest
     parse_manifest(data)
 
 

@@ -106,8 +106,8 @@ def test_sigkill_during_export_never_tears_the_library(tmp_path):
 
 @pytest.mark.slow
 def test_sigkill_during_tune_leaves_a_usable_database(tmp_path, caplog):
-    from relay_bridge.targets import resolve
-    from relay_bridge.tuning_store import Store
+    from megtrace.relay_bridge.targets import resolve
+    from megtrace.relay_bridge.tuning_store import Store
     work = tmp_path / "tuning"
     work.mkdir()
     rng = random.Random(1)
@@ -163,8 +163,8 @@ def test_a_library_for_another_cpu_is_refused(tmp_path):
 
 
 def test_a_torn_tuning_database_is_ignored_with_a_warning(tmp_path, caplog):
-    from relay_bridge.targets import resolve
-    from relay_bridge.tuning_store import Store
+    from megtrace.relay_bridge.targets import resolve
+    from megtrace.relay_bridge.tuning_store import Store
     store = Store(tmp_path, resolve(None))
     store.dir.mkdir(parents=True)
     (store.dir / "database_workload.json").write_text('["0x1", "{}"]\n["0x2", "{')

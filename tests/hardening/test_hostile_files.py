@@ -24,13 +24,13 @@ def _dump(fn, *shapes, tmp_path) -> bytearray:
 
 
 def _oprs(buf: bytes):
-    from fbs.generated import Model
+    from megtrace.fbs.generated import Model
     model = Model.Model.GetRootAs(bytes(buf), 4)
     return model, [model.Oprs(i) for i in range(model.OprsLength())]
 
 
 def _param(buf, opr, table: str):
-    from fbs import tables
+    from megtrace.fbs import tables
     obj = getattr(tables.generated(table), table)()
     obj.Init(bytes(buf), opr.Param().Pos)
     return obj
@@ -44,7 +44,7 @@ def _field_pos(obj, index: int) -> int:
 
 
 def _first(oprs, type_id_name: str):
-    from fbs.oprs import name_of
+    from megtrace.fbs.oprs import name_of
     return next(o for o in oprs if name_of(o.TypeId(), o.OprVersion()) == type_id_name)
 
 

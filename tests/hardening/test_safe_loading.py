@@ -78,7 +78,7 @@ def test_megengine_checkpoint_loads_with_the_allow_list():
 
 
 def test_user_info_is_unpickled_safely(tmp_path):
-    from fbs.reader import Metadata
+    from megtrace.fbs.reader import Metadata
     meta = Metadata(user_info_bytes=pickle.dumps({"author": "x", "size": [1, 2]}))
     assert meta.user_info() == {"author": "x", "size": [1, 2]}
     evil = Metadata(user_info_bytes=_payload(tmp_path / "m"))

@@ -34,7 +34,7 @@ def test_dump_then_load_round_trip(model, shape, rng, tmp_path):
     x8 = mge.tensor(rng.uniform(-1, 1, size=(8,) + shape[1:]).astype(np.float32))
     assert rel_err(loaded(data=x8).numpy(), net(x8).numpy()) <= 1e-5
     # dump -> load -> dump: the loaded graph writes a file that loads identically
-    from fbs.writer import dump_graph
+    from megtrace.fbs.writer import dump_graph
     again, _ = dump_graph(loaded.graph, ["data"], ["out"])
     reloaded = mge.load_graph(__import__("io").BytesIO(again))
     assert reloaded.output_names == ["out"]
@@ -42,7 +42,7 @@ def test_dump_then_load_round_trip(model, shape, rng, tmp_path):
 
 
 def test_flatten_is_written_with_symbolic_batch(rng, tmp_path):
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     infer, _ = _traced(ConvNet().eval(), (1, 3, 32, 32), rng)
     infer.dump(tmp_path / "m.mge", arg_names=["data"], optimize_for_inference=False)
     types = [o.type for o in read_model((tmp_path / "m.mge").read_bytes()).oprs]
@@ -52,7 +52,7 @@ def test_flatten_is_written_with_symbolic_batch(rng, tmp_path):
 
 
 def test_dump_options_names_and_metadata(rng, tmp_path):
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     infer, _ = _traced(MLP().eval(), (1, 64), rng)
     infer.dump(tmp_path / "a.mge", arg_names="data", keep_opr_name=True,
                user_info={"author": "megtrace"})
@@ -93,14 +93,14 @@ def test_dump_rejects_bad_options_without_writing(rng, tmp_path):
 
 
 def test_failed_dump_keeps_old_file(rng, tmp_path, monkeypatch):
-    import fbs.writer
+    import megtrace.fbs.writer
     infer, _ = _traced(MLP().eval(), (1, 64), rng)
     target = tmp_path / "m.mge"
     target.write_bytes(b"old content")
 
     def boom(*a, **k):
         raise RuntimeError("disk full")
-    monkeypatch.setattr(fbs.writer, "dump_graph", boom)
+    monkeypatch.setattr(megtrace.fbs.writer, "dump_graph", boom)
     with pytest.raises(RuntimeError):
         infer.dump(target)
     assert target.read_bytes() == b"old content"
@@ -128,7 +128,7 @@ def test_random_corruption_only_raises_format_error(rng, tmp_path):
     good = tmp_path / "good.mge"
     infer.dump(good, arg_names=["data"])
     data = bytearray(good.read_bytes())
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     for i in range(300):
         bad = bytearray(data)
         for pos in rng.integers(4, min(len(bad), 4096), size=4):

@@ -11,7 +11,7 @@ import megtrace as mge
 import megtrace.functional as F
 import megtrace.module as M
 from megtrace.jit import trace
-from fbs.reader import read_model
+from megtrace.fbs.reader import read_model
 
 
 class NewModes(M.Module):
@@ -74,7 +74,7 @@ def test_strip_info_file_and_append_json(rng, tmp_path):
 
 
 def test_keep_opr_priority_and_model_version(rng, tmp_path):
-    import fbs.generated.Model as Model
+    import megtrace.fbs.generated.Model as Model
     f, _ = _traced(MLP().eval(), (1, 64), rng)
     f.dump(tmp_path / "p.mge", keep_opr_priority=True, model_version=3)
     buf = (tmp_path / "p.mge").read_bytes()

@@ -10,7 +10,7 @@ from zoo import EncoderBlock
 
 import megtrace as mge
 from megtrace.jit import trace
-from fbs.reader import read_model
+from megtrace.fbs.reader import read_model
 
 
 def _traced(net, shape, rng):

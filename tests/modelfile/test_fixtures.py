@@ -28,7 +28,7 @@ def test_fixture_metadata_is_not_unpickled_on_load(fixtures_dir):
 
 
 def test_plain_convnet_keeps_megengine_structure(fixtures_dir):
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     model = read_model((fixtures_dir / "convnet_plain.mge").read_bytes())
     types = [o.type for o in model.oprs]
     assert types.count("BatchNormV1") == 2 and "GetVarShapeV1" in types

@@ -1,13 +1,13 @@
 """The schema, the generated code and MegEngine's operator ids agree."""
-from fbs.oprs import identity
-from fbs.regen import OUT_DIR, schema_digest
-from fbs.schema_info import schema
-from fbs.tables import union_members
+from megtrace.fbs.oprs import identity
+from megtrace.fbs.regen import OUT_DIR, schema_digest
+from megtrace.fbs.schema_info import schema
+from megtrace.fbs.tables import union_members
 
 
 def test_generated_code_matches_schema():
     recorded = (OUT_DIR / "SCHEMA_SHA256").read_text().strip()
-    assert recorded == schema_digest(), "schema edited without `python -m fbs.regen`"
+    assert recorded == schema_digest(), "schema edited without `python -m megtrace.fbs.regen`"
 
 
 def test_type_ids_match_megengine_dumps():

@@ -143,7 +143,7 @@ def _opr_sequence(path) -> list[dict]:
     by MegEngine's class names (the serialized name without its version)."""
     import re
 
-    from fbs.reader import read_model
+    from megtrace.fbs.reader import read_model
     model = read_model(Path(path).read_bytes())
     index: dict[int, int | None] = {}
     rows = []

@@ -3,9 +3,9 @@ and the field, instead of running differently from MegEngine."""
 import numpy as np
 import pytest
 
-from fbs.reader import read_model
-from fbs.to_graph import build_graph
-from fbs.writer import DumpOptions, emit_graph, serialize
+from megtrace.fbs.reader import read_model
+from megtrace.fbs.to_graph import build_graph
+from megtrace.fbs.writer import DumpOptions, emit_graph, serialize
 from megtrace.errors import UnsupportedModelError
 from megtrace.ir import Graph, TensorType
 from megtrace.ops import get

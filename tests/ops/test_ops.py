@@ -42,7 +42,7 @@ def test_shape_rule_matches_eager(sample, rng):
 
 @pytest.mark.parametrize("sample", [s for s in SAMPLES if get(s.op).lower is not None], ids=str)
 def test_compiled_matches_eager(sample, rng):
-    from relay_bridge import compile_graph
+    from megtrace.relay_bridge import compile_graph
     op = get(sample.op)
     inputs = sample.make(rng)
     g = Graph()

@@ -166,9 +166,9 @@ NOT_DUMPABLE_CHAINS: dict[str, str] = {}
 
 
 def _write(graph: Graph, option: dict) -> tuple[bytes, int]:
-    from fbs.writer import DumpOptions, dump_graph
+    from megtrace.fbs.writer import DumpOptions, dump_graph
     if option["optimize"]:
-        from relay_bridge.optimize import optimize_for_inference
+        from megtrace.relay_bridge.optimize import optimize_for_inference
         graph, _ = optimize_for_inference(
             graph, fuse_conv_bias_nonlinearity=option["fuse_conv_bias_nonlinearity"])
     data, result = dump_graph(graph, list(graph.input_names), list(graph.output_names),
@@ -275,8 +275,8 @@ def test_dump_runs_in_lite_equal_to_eager(dumped, case, option):
 @pytest.mark.parametrize("option", list(OPTIONS))
 def test_dump_reads_back_equal_to_eager(dumped, case, option):
     """megtrace's own reader (which refuses what Lite refuses) computes the same."""
-    from fbs.reader import read_model
-    from fbs.to_graph import build_graph
+    from megtrace.fbs.reader import read_model
+    from megtrace.fbs.to_graph import build_graph
     entry = dumped[case][option]
     assert entry.data, f"{case} ({option}): {entry.got}"
     if _listed(case, NOT_READABLE, NOT_READABLE_SAMPLES):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from models import MLP
 
-from relay_bridge.cross import compile_cuda, cuda_source, elf_machine, tar_machines
-from relay_bridge.executable import build_executable
-from relay_bridge.export import export
-from relay_bridge.targets import resolve
+from megtrace.relay_bridge.cross import compile_cuda, cuda_source, elf_machine, tar_machines
+from megtrace.relay_bridge.executable import build_executable
+from megtrace.relay_bridge.export import export
+from megtrace.relay_bridge.targets import resolve
 
 from .helpers import traced
 

@@ -8,8 +8,8 @@ from conftest import rel_err
 from models import MLP, ConvNet, randomize_bn
 
 import megtrace as mge
-from relay_bridge import compile_graph
-from relay_bridge.export import export, load_exported
+from megtrace.relay_bridge import compile_graph
+from megtrace.relay_bridge.export import export, load_exported
 
 from .helpers import run_exported_fresh, traced
 

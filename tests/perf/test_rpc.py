@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from models import MLP
 
-from relay_bridge.ms_env import RemoteDevice
-from relay_bridge.tuning import tune
+from megtrace.relay_bridge.ms_env import RemoteDevice
+from megtrace.relay_bridge.tuning import tune
 
 from .helpers import traced
 

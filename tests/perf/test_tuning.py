@@ -8,8 +8,8 @@ from conftest import rel_err
 from models import MLP
 
 import megtrace as mge
-from relay_bridge.export import export, load_exported
-from relay_bridge.tuning import compile_tuned, tune
+from megtrace.relay_bridge.export import export, load_exported
+from megtrace.relay_bridge.tuning import compile_tuned, tune
 
 from .helpers import traced
 
@@ -55,7 +55,7 @@ def test_tiny_budget_runs_trials_and_builds(mlp, tmp_path, capsys):
 
 
 def test_cli_tunes_a_model_file_and_exports(mlp, tmp_path, capsys):
-    from relay_bridge.cli_tune import main
+    from megtrace.relay_bridge.cli_tune import main
     net, x, f = mlp
     f.dump(tmp_path / "mlp.mge", arg_names=["data"], output_names=["out"])
     rc = main([str(tmp_path / "mlp.mge"), "--trials", "1", "--work-dir", str(tmp_path / "w"),
@@ -71,8 +71,8 @@ def test_cli_tunes_a_model_file_and_exports(mlp, tmp_path, capsys):
 
 
 def test_nothing_to_tune_with_the_rules(mlp, tmp_path):
-    from relay_bridge.executable import rules_wanted
-    from relay_bridge.targets import resolve
+    from megtrace.relay_bridge.executable import rules_wanted
+    from megtrace.relay_bridge.targets import resolve
     if not rules_wanted(resolve(None), None):
         pytest.skip("CPU rules are switched off (MEGTRACE_CPU_RULES=0)")
     _, _, f = mlp

@@ -56,7 +56,7 @@ class Graph(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.v1.Operator import Operator
+            from megtrace.fbs.generated.v1.Operator import Operator
             obj = Operator()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -80,7 +80,7 @@ class Graph(object):
         if o != 0:
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 8
-            from fbs.generated.v1.OutputVar import OutputVar
+            from megtrace.fbs.generated.v1.OutputVar import OutputVar
             obj = OutputVar()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -103,7 +103,7 @@ class Graph(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
         if o != 0:
             x = self._tab.Indirect(o + self._tab.Pos)
-            from fbs.generated.v1.Metadata import Metadata
+            from megtrace.fbs.generated.v1.Metadata import Metadata
             obj = Metadata()
             obj.Init(self._tab.Bytes, x)
             return obj

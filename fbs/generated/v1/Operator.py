@@ -86,7 +86,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.v1.CompNode import CompNode
+            from megtrace.fbs.generated.v1.CompNode import CompNode
             obj = CompNode()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -129,7 +129,7 @@ class Operator(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
         if o != 0:
             x = self._tab.Indirect(o + self._tab.Pos)
-            from fbs.generated.DType import DType
+            from megtrace.fbs.generated.DType import DType
             obj = DType()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -142,7 +142,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.v1.Tensor import Tensor
+            from megtrace.fbs.generated.v1.Tensor import Tensor
             obj = Tensor()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -174,7 +174,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.v1.Blob import Blob
+            from megtrace.fbs.generated.v1.Blob import Blob
             obj = Blob()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -226,7 +226,7 @@ class Operator(object):
             x = self._tab.Vector(o)
             x += flatbuffers.number_types.UOffsetTFlags.py_type(j) * 4
             x = self._tab.Indirect(x)
-            from fbs.generated.v1.ParamSlot import ParamSlot
+            from megtrace.fbs.generated.v1.ParamSlot import ParamSlot
             obj = ParamSlot()
             obj.Init(self._tab.Bytes, x)
             return obj

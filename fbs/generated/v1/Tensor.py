@@ -67,7 +67,7 @@ class Tensor(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
         if o != 0:
             x = self._tab.Indirect(o + self._tab.Pos)
-            from fbs.generated.v1.CompNode import CompNode
+            from megtrace.fbs.generated.v1.CompNode import CompNode
             obj = CompNode()
             obj.Init(self._tab.Bytes, x)
             return obj
@@ -78,7 +78,7 @@ class Tensor(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
         if o != 0:
             x = self._tab.Indirect(o + self._tab.Pos)
-            from fbs.generated.DType import DType
+            from megtrace.fbs.generated.DType import DType
             obj = DType()
             obj.Init(self._tab.Bytes, x)
             return obj
