@@ -264,6 +264,19 @@ def _get_shape(g, opr, ins, _):
     return [shape]
 
 
+@rule("Linspace")
+def _linspace(g, opr, ins, _):
+    """MegEngine's kernel: float32 ends, start + i * step in double (aranges of a run-time
+    length in index grids: constants once the shapes are known)."""
+    start, stop, num = (_const_value(g, v, "Linspace input").reshape(-1)[0] for v in ins)
+    num = int(num)
+    endpoint = _fields(opr).get("endpoint", True)
+    start, stop = float(np.float32(start)), float(np.float32(stop))
+    step = (stop - start) / max(num - 1 if endpoint else num, 1)
+    values = (start + np.arange(num, dtype=np.float64) * step).astype(np.float32)
+    return [g.add_const(values, _hint(opr))]
+
+
 @rule("Subtensor")
 def _subtensor(g, opr, ins, _):
     items = _fields(opr).get("items", [])

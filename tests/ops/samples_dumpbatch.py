@@ -1,0 +1,30 @@
+"""Samples at batch 1 for writers that compute shapes in the file (tests/ops/
+test_ops_dump.py runs them at batch 2 too): a length-1 Linspace in gather's index grid,
+a deconvolution whose output shape is computed from the input's."""
+import numpy as np
+
+from .samples import Sample, f32
+from .samples_module import _conv_transpose_ref
+
+
+def _gather_loops(x, index, axis):
+    out = np.empty(index.shape, x.dtype)
+    for pos in np.ndindex(*index.shape):
+        src = list(pos)
+        src[axis] = index[pos]
+        out[pos] = x[tuple(src)]
+    return out
+
+
+def _index(*shape, hi):
+    return lambda rng: rng.integers(0, hi, size=shape).astype(np.int32)
+
+
+SAMPLES = [
+    Sample("gather", lambda rng: [f32(1, 4, 3)(rng), _index(1, 2, 3, hi=4)(rng)],
+           {"axis": 1}, ref=_gather_loops, tag="batch1-3d"),
+    Sample("conv_transpose2d", lambda rng: [f32(1, 2, 3, 3)(rng), f32(2, 3, 2, 2)(rng)],
+           {"stride": (2, 2), "padding": (0, 1), "output_padding": (1, 1),
+            "dilation": (1, 1)},
+           ref=lambda x, w, **p: _conv_transpose_ref(x, w, **p), tag="batch1-output-padding"),
+]
