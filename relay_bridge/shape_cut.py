@@ -3,8 +3,8 @@
 TVM compiles static shapes: its passes would fold `reshape(x, shape_of(x)[0], -1)` into a
 reshape to the traced shape, and a Broadcast of a constant to the traced batch into a big
 constant. optimize_for_inference therefore cuts the graph: the nodes with a shape input
-(OpDef.shape_input) and the shape arithmetic feeding them, and reshapes with a -1 dim,
-stay out of Relax, their
+(OpDef.shape_input) and the shape arithmetic feeding them, reshapes with a -1 dim and
+slices, stay out of Relax, their
 results enter the Relax function as extra parameters, the values they read leave it as
 extra results, and `stitch` puts them back into the optimized graph unchanged. The file
 then computes those shapes at run time, as MegEngine's optimized dumps do.
@@ -79,9 +79,13 @@ class ShapeCut:
         return final.prune()
 
 
-def _infers_a_dim(node: Node) -> bool:
-    """A reshape with a -1 target dim (`x.reshape(-1, 6)`): MegEngine writes the -1 as the
-    Reshape's unspecified axis, computed at run time; TVM would fix it at the traced size."""
+def _follows_run_time_shape(node: Node) -> bool:
+    """A reshape with a -1 target dim (`x.reshape(-1, 6)`) and a slice (`x[1:]`,
+    `x[:-1]`, `qkv[0]`): MegEngine writes the -1 as the Reshape's unspecified axis and
+    open or negative slice bounds as Subtensor items, all resolved against the run-time
+    shape; TVM would fix them at the traced sizes (x[1:] as x[1:3])."""
+    if node.op is get("subtensor"):
+        return True
     return node.op is get("reshape") and -1 in node.kwargs.get("shape", ())
 
 
@@ -89,7 +93,7 @@ def split(graph: Graph) -> tuple[Graph, ShapeCut | None]:
     """(the core graph TVM may optimize, the cut to stitch back), or (graph, None) when the
     graph has no shape inputs."""
     shaped = [n for n in graph.nodes if n.op.has_shape_input(len(n.inputs))
-              or _infers_a_dim(n)]
+              or _follows_run_time_shape(n)]
     if not shaped:
         return graph, None
     producer, shape_of = graph.producers(), get("shape_of")

@@ -141,7 +141,37 @@ def chains() -> dict[str, Chain]:
         "interpolate-bilinear": Chain(lambda: lambda x: F.nn.interpolate(
             x, size=(5, 7), mode="bilinear", align_corners=False), ((2, 2, 3, 3),)),
         "vit-block": Chain(_vit_block, ((2, 4, 8),)),
+        "arange-batch": Chain(lambda: lambda x: x * F.arange(x.shape[0]).reshape(-1, 1),
+                              ((3, 4),)),
+        "linspace-batch": Chain(lambda: lambda x: x + F.linspace(0, 1, x.shape[0])
+                                .reshape(-1, 1), ((3, 4),)),
+        "zeros-batch": Chain(lambda: lambda x: F.concat([x, F.zeros((x.shape[0], 2))], 1),
+                             ((3, 4),)),
+        "batch-slice": Chain(lambda: lambda x: x[:x.shape[0] - 1] * x[1:], ((3, 4),)),
+        "open-slices": Chain(lambda: lambda x: F.relu(x[1:] * 2) + x[:-1] - x[::2][:1],
+                             ((3, 4),)),
+        "interpolate-size-from-shape": Chain(lambda: lambda x: F.nn.interpolate(
+            x, size=(x.shape[2] * 2, x.shape[3] + 1), mode="bilinear"), ((2, 2, 3, 3),)),
+        "gather-argsort": Chain(lambda: lambda x: F.gather(x, 1, F.argsort(x, descending=True)),
+                                ((3, 4),)),
+        "topk-batch": Chain(lambda: lambda x: F.topk(x, 2)[0] * 2, ((3, 5),)),
+        "one-hot": Chain(lambda: lambda x: F.one_hot(F.argmax(x, axis=1), 4).astype("float32")
+                         + x, ((3, 4),)),
+        "expand-squeeze-mean": Chain(lambda: lambda x: F.mean(F.expand_dims(x, 1), axis=(1, 2)),
+                                     ((3, 4, 2),)),
+        "setitem-batch": Chain(_setitem, ((3, 4),)),
+        "pad-batch": Chain(lambda: lambda x: F.nn.pad(x, ((0, 0), (0, 0), (1, 1), (2, 0))),
+                           ((2, 2, 3, 3),)),
+        "indexing-vector": Chain(lambda: lambda x: x[:, [0, 2]] + x[:, 1:2], ((3, 4),)),
     }
+
+
+def _setitem():
+    def fn(x):
+        y = x * 1
+        y[:, 1] = 0.5
+        return y
+    return fn
 
 
 def _flatten_linear():
