@@ -96,6 +96,8 @@ SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
     "Reduce": {"data_type": (0, 2)},            # DEFAULT, FLOAT_O32xC32
     "Cumsum": {"exclusive": (False,), "reverse": (False,)},
     "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
+    "Convolution3D": {"mode": ("CROSS_CORRELATION",), "format": ("NCDHW",)},
+    "ROIAlign": {"format": ("NCHW",)},
 }
 
 
