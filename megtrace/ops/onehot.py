@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
-from .registry import MgeComposite, MgeOpr, OpDef, get, register
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 from .shape import BROADCAST, CONCAT, GET_VAR_SHAPE
 
 INDEXING_SET_ONE_HOT = MgeOpr("IndexingSetOneHot", "Axis")
@@ -92,4 +92,4 @@ def _read_set_one_hot(g, opr, ins, _types):
 register(OpDef("one_hot", params={"num_classes": 1}, eager=_one_hot_eager,
                infer=_one_hot_infer, lower=_one_hot_lower, mge=MgeComposite(_one_hot_emit),
                opaque_in_optimize=True,
-               mge_read={"IndexingSetOneHot": _read_set_one_hot}))
+               mge_read={"IndexingSetOneHot": _read_set_one_hot}, vjp=NOT_DIFFERENTIABLE))
