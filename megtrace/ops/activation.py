@@ -6,6 +6,7 @@ import numpy as np
 from ..errors import ShapeError
 from ._rules import norm_axis
 from .grad_tensor import clip_vjp, leaky_relu_vjp, softmax_vjp
+from .grad_norm import layer_norm_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -126,4 +127,5 @@ LAYER_NORM = MgeOpr("LayerNorm", "LayerNorm", outputs=3, result=0,
                     decode=lambda f: {"eps": f["eps"], "normalized_dim": f["normalized_dim"]})
 
 register(OpDef("layer_norm", params={"eps": 1e-5, "normalized_dim": 1}, eager=_ln_eager,
-               infer=_ln_infer, lower=_ln_lower, mge=MgeComposite(_ln_emit)))
+               infer=_ln_infer, lower=_ln_lower, mge=MgeComposite(_ln_emit),
+               vjp=layer_norm_vjp))
