@@ -79,7 +79,9 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
         new_mean = add(mul(old, momentum), mul(batch_mean, 1 - momentum))
     if has_var:
         old = _stat_4d(running_var, c, 1.0, inp.dtype)
-        unbiased = mul(batch_var, n / max(n - 1, 1))
+        # MegEngine divides the squared deviations by n - 1: one sample per channel
+        # gives 0/0, a NaN running variance
+        unbiased = mul(batch_var, n / (n - 1) if n > 1 else float("inf"))
         new_var = add(mul(old, momentum), mul(unbiased, 1 - momentum))
     if not inplace:
         return y, new_mean, new_var
