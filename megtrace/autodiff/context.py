@@ -13,9 +13,17 @@ from ..tensor import Tensor
 
 
 class VjpContext:
-    """Helpers for gradient rules; `V.apply(op, *xs, **params)` is dispatch.apply."""
+    """Helpers for gradient rules; `V.apply(op, *xs, **params)` is dispatch.apply.
+    `V.needs_grad(i)`: whether input i's gradient is wanted (a rule may skip the others
+    and return None for them)."""
 
     F = F
+
+    def __init__(self, wanted: tuple[bool, ...] | None = None):
+        self._wanted = wanted
+
+    def needs_grad(self, i: int) -> bool:
+        return self._wanted is None or self._wanted[i]
 
     @staticmethod
     def apply(op: str, *inputs: Tensor, **params: Any):
@@ -56,5 +64,3 @@ class VjpContext:
             g = apply("reduce", g, mode="sum", axis=axes, keepdims=True)
         return g if tuple(g.shape) == shape else apply("reshape", g, shape=shape)
 
-
-VJP_CONTEXT = VjpContext()

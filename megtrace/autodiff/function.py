@@ -42,7 +42,7 @@ class Function:
         outputs = tuple(Tensor._wrap(r._value, r._var, r._owner, r._device) for r in results)
         name = type(self).__name__
 
-        def backward(grads):
+        def backward(grads, wanted):
             got = self.backward(*grads)
             return (got,) if got is None or isinstance(got, Tensor) else tuple(got)
 

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from .. import dispatch
 from ..ops import NOT_DIFFERENTIABLE, OpDef
-from .context import VJP_CONTEXT
+from .context import VjpContext
 
 _recording: list["Tape"] = []      # tapes that record, oldest first
 
@@ -87,8 +87,8 @@ class Tape:
         self.callbacks[var] = callback
 
     def add_node(self, name: str, backward: Callable, inputs: Sequence, outputs: Sequence):
-        """Record that `outputs` came from `inputs`; `backward(out_grads)` gives one
-        gradient (or None) per input. No node when no input is tracked here."""
+        """Record that `outputs` came from `inputs`; `backward(out_grads, wanted)` gives
+        one gradient (or None) per input (`wanted`: which inputs the tape tracks). No node when no input is tracked here."""
         in_vars = [self.var_of(t) for t in inputs]
         if not any(v is not None for v in in_vars):
             return
@@ -120,7 +120,7 @@ class Tape:
                         self.callbacks.pop(var)(g)
                 if all(g is None for g in outs):
                     continue
-                in_grads = node.backward(outs)
+                in_grads = node.backward(outs, tuple(v is not None for v in node.in_vars))
                 if len(in_grads) != len(node.in_vars):
                     raise RuntimeError(f"{node.name}: the gradient rule returned "
                                        f"{len(in_grads)} gradient(s) for "
@@ -158,12 +158,13 @@ def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
 
 
 def _op_backward(op: OpDef, params: dict, saved: list):
-    def backward(grads):
+    def backward(grads, wanted):
         if op.vjp is None:
             raise NotImplementedError(f"{op.name}: megtrace has no gradient rule (vjp) for "
                                       "this operator yet")
         inputs, outputs = saved
-        return tuple(op.vjp(VJP_CONTEXT, inputs, outputs, grads, **dict(op.bind(params))))
+        return tuple(op.vjp(VjpContext(wanted), inputs, outputs, grads,
+                            **dict(op.bind(params))))
     return backward
 
 

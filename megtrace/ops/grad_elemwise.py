@@ -118,7 +118,8 @@ def _minimum(V, a, b, y, g):
 
 
 def _pow(V, a, b, y, g):
-    return g * b * V.apply("pow", a, b - _c(V, 1, b)), g * y * V.apply("log", a)
+    ga = g * b * V.apply("pow", a, b - _c(V, 1, b)) if V.needs_grad(0) else None
+    return ga, g * y * V.apply("log", a) if V.needs_grad(1) else None
 
 
 def _atan2(V, a, b, y, g):

@@ -90,15 +90,16 @@ def astype_vjp(V, inputs, outputs, grads, **_):
 def matmul_vjp(V, inputs, outputs, grads, *, transpose_a, transpose_b):
     (a, b), (g,) = inputs, grads
     mm = lambda p, q, ta, tb: V.apply("matmul", p, q, transpose_a=ta, transpose_b=tb)  # noqa
-    if not transpose_a:
-        ga = mm(g, b, False, not transpose_b)
-    else:
-        ga = mm(b, g, transpose_b, True)
-    if not transpose_b:
-        gb = mm(a, g, not transpose_a, False)
-    else:
-        gb = mm(g, a, True, transpose_a)
-    return V.sum_to(ga, tuple(a.shape)), V.sum_to(gb, tuple(b.shape))
+    ga = gb = None
+    if V.needs_grad(0):
+        ga = mm(g, b, False, not transpose_b) if not transpose_a else \
+            mm(b, g, transpose_b, True)
+        ga = V.sum_to(ga, tuple(a.shape))
+    if V.needs_grad(1):
+        gb = mm(a, g, not transpose_a, False) if not transpose_b else \
+            mm(g, a, True, transpose_a)
+        gb = V.sum_to(gb, tuple(b.shape))
+    return ga, gb
 
 
 def dot_vjp(V, inputs, outputs, grads):
@@ -130,3 +131,14 @@ def clip_vjp(V, inputs, outputs, grads, *, lower, upper):
         below = V.apply("le", x, V.const(upper, x))
         keep = below if keep is None else V.apply("logical_and", keep, below)
     return (g if keep is None else V.select(keep, g),)
+
+
+def indexing_one_hot_vjp(V, inputs, outputs, grads, *, axis):
+    """The picked gradient goes back to the picked position (cross-entropy's path)."""
+    (src, index), (g,) = inputs, grads
+    n = src.shape[axis]
+    positions = np.arange(n, dtype=np.int32).reshape(
+        tuple(n if i == axis else 1 for i in range(src.ndim)))
+    picked = V.apply("eq", V.apply("expand_dims", index, axis=(axis,)),
+                     V.const(positions, index))
+    return V.select(picked, g), None

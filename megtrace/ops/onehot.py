@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
+from .grad_tensor import indexing_one_hot_vjp
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 from .shape import BROADCAST, CONCAT, GET_VAR_SHAPE
 
@@ -42,7 +43,7 @@ register(OpDef("indexing_one_hot", params={"axis": 1}, eager=_pick_eager, infer=
                lower=_pick_lower,
                mge=MgeOpr("IndexingOneHot", "Axis", fields=lambda p: {"axis": p["axis"]},
                           decode=lambda f: {"axis": int(f["axis"])}),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=indexing_one_hot_vjp))
 
 
 # -- one_hot ------------------------------------------------------------------------------

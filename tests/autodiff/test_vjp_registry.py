@@ -8,7 +8,7 @@ from megtrace.autodiff.grad import Grad
 from megtrace.dispatch import apply
 from megtrace.ops import NOT_DIFFERENTIABLE, all_ops, get
 from megtrace.tensor import Tensor
-from tests.ops.samples import SAMPLES
+from tests.ops.samples import SAMPLES, Sample, f32
 
 # Ops whose VJPs are being written (the nn-ish family); this set only shrinks.
 PENDING = {
@@ -16,7 +16,7 @@ PENDING = {
     "conv_bias", "pool2d", "batch_norm", "assert_equal", "kth_value",
     "matinv", "svd", "diag", "gather", "scatter", "indexing_multi_axis_vec",
     "indexing_set_multi_axis_vec", "cvt_color", "roi_align", "roi_pooling", "nms_keep",
-    "deformable_psroi_pooling", "indexing_one_hot", "resize", "warp_perspective", "remap",
+    "deformable_psroi_pooling", "resize", "warp_perspective", "remap",
     "warp_affine", "sliding_window", "sliding_window_transpose", "conv3d",
     "conv_transpose2d", "conv_transpose3d", "local_conv2d", "deformable_conv2d",
 }
@@ -75,7 +75,28 @@ def _numeric_grad(op, arrays, kwargs, cotangents, i):
     return grad
 
 
-@pytest.mark.parametrize("sample", _differentiable_samples(), ids=str)
+# parameter combinations the op samples do not reach
+EXTRA = [
+    Sample("matmul", lambda r: [f32(3, 2)(r), f32(3, 4)(r)], {"transpose_a": True}, tag="ta"),
+    Sample("matmul", lambda r: [f32(3, 2)(r), f32(4, 3)(r)],
+           {"transpose_a": True, "transpose_b": True}, tag="ta-tb"),
+    Sample("matmul", lambda r: [f32(2, 1, 3, 4)(r), f32(3, 4, 2)(r)], tag="batch-broadcast"),
+    Sample("reduce", lambda r: [f32(2, 3, 4)(r)], {"mode": "sum", "axis": (0, 2), "keepdims": True},
+           tag="keepdims"),
+    Sample("reduce", lambda r: [f32(2, 3, 4)(r)], {"mode": "max", "axis": -1}, tag="max-last"),
+    Sample("concat", lambda r: [f32(2, 1)(r), f32(2, 3)(r)], {"axis": 1}, tag="axis1"),
+    Sample("subtensor", lambda r: [f32(5, 4)(r)],
+           {"index": ((0, 1, None, 2, None), (1, None, None, None, 2))}, tag="step-idx"),
+    Sample("softmax", lambda r: [f32(2, 3, 4)(r)], {"axis": 1}, tag="axis1"),
+    Sample("layer_norm", lambda r: [f32(2, 3, 4)(r), f32(3, 4)(r), f32(3, 4)(r)],
+           {"normalized_dim": 2}, tag="2d"),
+    Sample("indexing_one_hot",
+           lambda r: [f32(3, 4, 2)(r), r.integers(0, 4, (3, 2)).astype("int32")],
+           {"axis": 1}, tag="axis1"),
+]
+
+
+@pytest.mark.parametrize("sample", _differentiable_samples() + EXTRA, ids=str)
 def test_vjp_matches_finite_differences(sample, rng):
     op = get(sample.op)
     arrays = sample.make(rng)
