@@ -54,3 +54,25 @@ def test_functional_training_not_inplace_matches_megengine():
     assert rel_err(new_var.numpy(), GOLDEN["functional/new_var"]) <= 1e-6
     assert np.array_equal(mean.numpy(), GOLDEN["functional/mean"])     # inputs untouched
     assert np.array_equal(var.numpy(), GOLDEN["functional/var"])
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_sync_batch_norm_eps_max_matches_megengine(training):
+    key = f"sync_max_{'train' if training else 'eval'}"
+    mean, var = mge.tensor(GOLDEN[f"{key}/mean"]), mge.tensor(GOLDEN[f"{key}/var"])
+    y = F.sync_batch_norm(mge.tensor(GOLDEN[f"{key}/x"]), mean, var,
+                          mge.tensor(GOLDEN[f"{key}/w"]), mge.tensor(GOLDEN[f"{key}/b"]),
+                          training=training, momentum=0.8, eps=1e-2, eps_mode="max")
+    assert close(y.numpy(), GOLDEN[f"{key}/y"], 1e-5)
+    assert close(mean.numpy(), GOLDEN[f"{key}/new_mean"], 1e-6)
+    assert close(var.numpy(), GOLDEN[f"{key}/new_var"], 1e-6)
+
+
+def test_sync_batch_norm_errors():
+    x = mge.tensor(np.ones((2, 3, 4), np.float32))
+    with pytest.raises(AssertionError, match="unknown eps_mode: mul"):
+        F.sync_batch_norm(x, None, None, eps_mode="mul")
+    with pytest.raises(NotImplementedError, match="sync_batch_norm for ndim != 4"):
+        F.sync_batch_norm(x, None, None, training=True, eps_mode="max")
+    with pytest.raises(ValueError, match=r"expected 2D, 3D or 4D input \(got 5D input\)"):
+        M.SyncBatchNorm(3)(mge.tensor(np.ones((1, 3, 1, 1, 1), np.float32)))

@@ -18,6 +18,10 @@ CASES = [
     ("bn1d_3d", "BatchNorm1d", {}, (4, 3, 6)),
     ("bn1d_batch1", "BatchNorm1d", {}, (1, 3, 5)),
     ("bn1d_one_sample", "BatchNorm1d", {}, (1, 3)),      # unbiased variance: 0/0 = NaN
+    ("syncbn_2d", "SyncBatchNorm", {"momentum": 0.7}, (6, 3)),
+    ("syncbn_3d", "SyncBatchNorm", {}, (3, 4, 5)),
+    ("syncbn_4d_untracked", "SyncBatchNorm", {"track_running_stats": False}, (2, 3, 4, 4)),
+    ("syncbn_4d_freeze", "SyncBatchNorm", {"freeze": True}, (2, 3, 4, 4)),
 ]
 
 
@@ -58,6 +62,19 @@ def main():
     out.update({"functional/x": x, "functional/mean": mean, "functional/var": var,
                 "functional/y": y.numpy(), "functional/new_mean": new_mean.numpy(),
                 "functional/new_var": new_var.numpy()})
+    for training in (True, False):     # eps_mode "max": MegEngine's sync-bn kernels
+        key = f"sync_max_{'train' if training else 'eval'}"
+        x = (rng.randn(3, 4, 2, 3) * 0.01).astype("float32")    # var below eps
+        mean = rng.randn(1, 4, 1, 1).astype("float32")
+        var = (rng.rand(1, 4, 1, 1) * 0.02).astype("float32")
+        w, b = rng.randn(1, 4, 1, 1).astype("float32"), rng.randn(1, 4, 1, 1).astype("float32")
+        out.update({f"{key}/x": x, f"{key}/mean": mean, f"{key}/var": var, f"{key}/w": w,
+                    f"{key}/b": b})
+        rm, rv = mge.tensor(mean), mge.tensor(var)
+        y = F.sync_batch_norm(mge.tensor(x), rm, rv, mge.tensor(w), mge.tensor(b),
+                              training=training, momentum=0.8, eps=1e-2, eps_mode="max")
+        out.update({f"{key}/y": y.numpy(), f"{key}/new_mean": rm.numpy(),
+                    f"{key}/new_var": rv.numpy()})
     np.savez_compressed(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                      "megengine_batchnorm_training.npz"), **out)
     print("wrote", len(out), "arrays")
