@@ -36,6 +36,10 @@ class _RecorderStack(threading.local):
 
 _active = _RecorderStack()
 
+# megtrace.autodiff's recorder, set while a gradient tape records: called after every op
+# as tape_hook(op, inputs, params, outputs)
+tape_hook = None
+
 
 def active_recorder() -> Recorder | None:
     stack = _active.stack
@@ -72,6 +76,8 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
         device = inputs[0]._device if inputs else None     # results live where inputs do
         outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
+    if tape_hook is not None:
+        tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs
 
 

@@ -6,6 +6,8 @@ from . import advanced_indexing  # noqa: F401  (Tensor indexing: core)
 from . import color, detection, onehot, warp, window  # noqa: F401  (image/vision ops: nn)
 from . import shape_exprs  # noqa: F401
 from . import conv  # noqa: F401  (convolution family: module)
-from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get, register
+from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
+                       register)
 
-__all__ = ["MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get", "register"]
+__all__ = ["NOT_DIFFERENTIABLE", "MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get",
+           "register"]
