@@ -47,10 +47,7 @@ class Replayer:
         self._live: list[weakref.ref] = []
 
     def _traced(self, var: Var) -> Tensor:
-        """A value-less tensor standing for `var` (Tensor._wrap, inlined: once per op)."""
-        t = _new_tensor(Tensor)
-        t._value, t._var, t._owner, t._version = None, var, self, 0
-        t._name, t._qparams, t._format, t._device = "", None, "default", self._device
+        t = _wrap(None, var, self, self._device)
         self._live.append(_ref(t))
         return t
 
@@ -283,7 +280,7 @@ class Replayer:
         return values
 
 
-_new_tensor = object.__new__
+_wrap = Tensor._wrap
 _ref = weakref.ref
 
 
