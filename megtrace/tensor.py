@@ -246,8 +246,6 @@ class Tensor:
         rec = active_recorder()
         if rec is not None and other._owner is None and hasattr(rec, "rebind"):
             rec.rebind(self, other)
-        elif rec is not None and other._owner is rec and hasattr(rec, "write"):
-            rec.write(self, other)       # an outside tensor updated in a trace (p -= lr * g)
         self._value, self._var, self._owner = other._value, other._var, other._owner
         self._device, self._ad = other._device, other._ad     # autodiff follows the value
         self._version += 1

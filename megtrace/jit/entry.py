@@ -63,9 +63,6 @@ class TraceEntry:
     symbolic_shape: bool = True                    # Tensor.shape gave SymInts while tracing
     shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
     shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
-    # outside tensors the function updates in place (parameters, optimizer states): each
-    # run gives them these values
-    writes: list[tuple[Any, Var]] = field(default_factory=list)
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
@@ -83,11 +80,9 @@ class TraceEntry:
         return simplify_arith(graph)
 
     def __post_init__(self):
-        extra = []
-        for v in [*self.value_required, *(var for _, var in self.writes)]:
-            if v not in self.out_vars and v not in self.full_graph.consts \
-                    and v not in self.full_graph.inputs and v not in extra:
-                extra.append(v)
+        extra = [v for v in self.value_required
+                 if v not in self.out_vars and v not in self.full_graph.consts
+                 and v not in self.full_graph.inputs]
         self.exec_outputs = list(self.out_vars) + extra
 
     def exec_graph(self) -> Graph:

@@ -42,7 +42,6 @@ class TraceRecorder:
         self._names: dict[int, str] = {}
         self._scopes: list[str] = []
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
-        self.writes: dict[int, tuple[Tensor, Var]] = {}  # outside tensors updated in place
 
     def _traced(self, var: Var) -> Tensor:
         t = Tensor._wrap(None, var, self)
@@ -76,18 +75,6 @@ class TraceRecorder:
         of the graph holding that value, not what it stood for before."""
         self._vars.pop(id(t), None)
         self.created(t)
-
-    def write(self, t: Tensor, value: Tensor) -> None:
-        """`t` takes the traced `value` in place (`p -= lr * g`, `buf *= m`): when `t` is an
-        outside tensor (not a value of this trace), the trace's runs update it (see
-        outside_writes), as MegEngine's trace does for parameters and optimizer states."""
-        local = id(t) in self._created or (t._owner is self and id(t) not in self.writes)
-        if not local:
-            self.writes[id(t)] = (t, value._var)
-
-    def outside_writes(self) -> list[tuple[Tensor, Var]]:
-        """(outside tensor, the value it holds after the function), in first-write order."""
-        return list(self.writes.values())
 
     def var_of(self, t: Tensor) -> Var:
         if t._owner is self:

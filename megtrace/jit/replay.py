@@ -36,8 +36,6 @@ class Replayer:
         self._keep: list[Tensor] = []
         self._results: dict[Var, np.ndarray] | None = None
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()
-        self._writes: dict[int, tuple[Tensor, Var]] = {}     # see TraceRecorder.write
-        self._before: dict[int, np.ndarray] = {}              # their values before that
 
     def _traced(self, var: Var) -> Tensor:
         t = Tensor._wrap(None, var, self)
@@ -84,33 +82,6 @@ class Replayer:
     def created(self, t: Tensor) -> None:
         self._created.add(id(t))
         self._keep.append(t)
-
-    def write(self, t: Tensor, value: Tensor) -> None:
-        """An outside tensor updated in place (TraceRecorder.write): its value before the
-        update still feeds the graph; finish() gives it the traced new value."""
-        local = id(t) in self._created or (t._owner is self and id(t) not in self._writes)
-        if local:
-            return
-        if t._owner is None and id(t) not in self._before:
-            self._before[id(t)] = t._value
-        self._writes[id(t)] = (t, value._var)
-
-    def outside_writes(self) -> tuple[list[Tensor], list[np.ndarray]]:
-        """The tensors updated in place and their new values (after finish())."""
-        tensors = [t for t, _ in self._writes.values()]
-        return tensors, [self._write_value(var) for _, var in self._writes.values()]
-
-    def _write_value(self, var: Var) -> np.ndarray:
-        if var in self._args:
-            return self._args[var]
-        const = self.entry.const_value(var)
-        if const is not None:
-            return const
-        if var not in self.entry.exec_outputs:
-            raise TraceError.because(
-                "value unreadable", f"value unreadable: {var.name_hint or 'a value'} updates "
-                "an outside tensor in place now but did not while tracing")
-        return self._value(var)
 
     def random_key(self, key: Tensor, stream) -> None:
         """Keys drawn on replay reach the graph through the tape check (_check_input)."""
@@ -184,7 +155,7 @@ class Replayer:
             raise TraceError.because(
                 "shape mismatch", f"{where()}: {var.name_hint} was traced as "
                 f"{var.type.shape}, now {t.shape} (the compiled graph has static shapes)")
-        self._fed[var] = t._value if t._owner is None and t._value is not None else t
+        self._fed[var] = t
 
     def read_value(self, t: Tensor) -> np.ndarray:
         var = t._var
@@ -218,13 +189,10 @@ class Replayer:
         given there, even another argument)."""
         feeds: dict[Var, np.ndarray | None] = dict(self._args)
         for var in self.entry.externals:
-            if var in self._fed:
-                continue
             t = self.entry.sources[var].outside()
-            feeds[var] = None if t is None else self._before[id(t)] if id(t) in self._before \
-                else t.numpy()
+            feeds[var] = t.numpy() if t is not None else None
         for var, t in self._fed.items():
-            feeds[var] = t.numpy() if isinstance(t, Tensor) else t
+            feeds[var] = t.numpy()
         return feeds
 
     def finish(self, leaves: list[Tensor]) -> list[np.ndarray]:

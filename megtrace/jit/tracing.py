@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import os
-import weakref
 import threading
 import warnings
 from typing import Any, Callable
@@ -122,11 +121,8 @@ class trace:
             values = self._run_entry(entry, {**feeds, **_external_feeds(entry)})
             leaves = [values[v] if v in values else _source_value(entry, v, feeds)
                       for v in entry.out_vars]
-            apply_writes([ref() for ref, _ in entry.writes],
-                         [values[v] if v in values else _source_value(entry, v, feeds)
-                          for _, v in entry.writes])
             return rebuild_outputs(entry.out_tree, [Tensor._wrap(v) for v in leaves])
-        return self._replay(entry, args, kwargs, feeds, bindings)
+        return self._replay(entry, args, kwargs, feeds)
 
     def _lookup(self, bindings) -> TraceEntry | None:
         if not self._entries:
@@ -187,7 +183,7 @@ class trace:
     def _record(self, args, kwargs, bindings):
         rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const,
                             symbolic_shape=self._symbolic_shape)
-        proxies = {name: _stand_in(rec.bind_input(t, name), t) for name, t in bindings}
+        proxies = {name: rec.bind_input(t, name) for name, t in bindings}
         arg_vars = [(n, p._var) for n, p in proxies.items()]   # proxies may be materialized
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
@@ -196,11 +192,9 @@ class trace:
         leaves, tree = flatten_outputs(result)
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
-        writes = rec.outside_writes()
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
-                           out_vars, tree, rec.value_required,
-                           writes=[(weakref.ref(t), var) for t, var in writes])
+                           out_vars, tree, rec.value_required)
         unknown = [v for v in entry.externals if entry.sources[v].kind == "external"]
         if self._without_host and unknown:
             raise TraceError.with_detail(
@@ -221,31 +215,25 @@ class trace:
         self._last_entry = entry
         if self._record_only:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])
-        write_vars = [var for _, var in writes]
         if self._symbolic:
             feeds = {v: rec._values[v] for _, v in entry.args}
             feeds.update(_external_feeds(entry, drawn=rec._values))
             results = self._run_entry(entry, feeds)
             values = [results[v] if v in results else _source_value(entry, v, feeds)
-                      for v in out_vars + write_vars]
+                      for v in out_vars]
         else:
-            values = rec.output_values(out_vars + write_vars)
-        apply_writes([t for t, _ in writes], values[len(out_vars):])
-        return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v))
-                                      for v in values[:len(out_vars)]])
+            values = rec.output_values(out_vars)
+        return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
-    def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):
+    def _replay(self, entry: TraceEntry, args, kwargs, feeds):
         rep = Replayer(entry, self._run_entry, feeds)
-        given = dict(bindings)
-        proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
+        proxies = {name: rep.bind_input(var) for name, var in entry.args}
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rep):
             result = self.__wrapped__(*args, **kwargs)
         leaves, tree = flatten_outputs(result)
         values = rep.finish(leaves)
-        tensors, updates = rep.outside_writes()
-        apply_writes(tensors, updates)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _run_entry(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]) -> dict[Var, np.ndarray]:
@@ -334,39 +322,14 @@ def _external_feeds(entry: TraceEntry, drawn: dict | None = None) -> dict[Var, n
     feeds = {}
     for var in entry.externals:
         source = entry.sources[var]
-        if drawn is not None and var in drawn:    # as read while tracing (before updates)
-            feeds[var] = drawn[var]
-            continue
         if source.kind == "rng":
-            feeds[var] = source.stream.next_key()
+            feeds[var] = drawn[var] if drawn is not None else source.stream.next_key()
             continue
         t = source.outside()
         if t is None:
             raise TraceError.because(f"external {var.name_hint} no longer exists")
         feeds[var] = t.numpy()
     return feeds
-
-
-def _stand_in(proxy: Tensor, arg: Tensor) -> Tensor:
-    """The traced tensor a function receives for argument `arg` is `arg` for autodiff (a
-    GradManager that attached `arg` differentiates through it) and shares its Python
-    attributes (`proxy.grad` is `arg.grad`), as MegEngine passes the argument itself."""
-    if arg._ad is None:
-        arg._ad = {}           # filled in place when a GradManager records
-    proxy._ad = arg._ad
-    proxy.__dict__ = arg.__dict__
-    return proxy
-
-
-def apply_writes(tensors: list, values: list) -> None:
-    """Outside tensors the traced function updated in place take their new values (plain
-    tensors again, no longer values of the trace)."""
-    for t, value in zip(tensors, values):
-        if t is not None:
-            t._value = np.array(value, dtype=t._value.dtype if t._value is not None
-                                else None)
-            t._var = t._owner = None
-            t._version += 1
 
 
 def _source_value(entry: TraceEntry, var: Var, feeds) -> np.ndarray:
