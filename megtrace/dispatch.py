@@ -59,6 +59,17 @@ class recording:
         return False
 
 
+def trace_input(t: "Tensor") -> "Tensor":
+    """Mark `t`, created inside a traced function, as an input of the traced graph that
+    every call feeds anew, not a constant (MegEngine: a tensor created without is_const
+    is an External var), e.g. an optimizer's learning rate, which a scheduler changes
+    between calls. Outside a trace it does nothing."""
+    hook = getattr(active_recorder(), "created_input", None)
+    if hook is not None:
+        hook(t)
+    return t
+
+
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
     from .tensor import Tensor

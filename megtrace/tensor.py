@@ -246,6 +246,9 @@ class Tensor:
         rec = active_recorder()
         if rec is not None and other._owner is None and hasattr(rec, "rebind"):
             rec.rebind(self, other)
+        elif rec is not None and other._owner is rec and self._owner is not rec and \
+                hasattr(rec, "assign"):
+            rec.assign(self)      # an outside tensor updated by the trace (optimizer step)
         self._value, self._var, self._owner = other._value, other._var, other._owner
         self._device, self._ad = other._device, other._ad     # autodiff follows the value
         self._version += 1
