@@ -372,6 +372,35 @@ def _local_lower(L, x, w, *, stride, padding, dilation):
     return R.reshape(total, (n, g * ocg, oh, ow))
 
 
+def _local_vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+    """Through the windows (sliding_window): y[n,g,o,p] = sum_{c,k} win[n,g,c,p,k] *
+    w[g,p,c,k,o], so gw sums win * g over the batch and gwin (summed back onto the image
+    by sliding_window's own rule) sums w * g over the output channels."""
+    (x, w), (g,) = inputs, grads
+    groups, oh, ow, icg, kh, kw, ocg = w.shape
+    n = x.shape[0]
+    win = V.apply("sliding_window", x, window=(kh, kw), padding=tuple(padding),
+                  stride=tuple(stride), dilation=tuple(dilation))     # (N, C, OH, OW, kh, kw)
+    # common layout (N, G, OH, OW, ICg, kh, kw, OCg)
+    win = V.apply("reshape", win, shape=(n, groups, icg, oh, ow, kh, kw))
+    win = V.apply("expand_dims", V.apply("transpose", win, pattern=(0, 1, 3, 4, 2, 5, 6)),
+                  axis=(7,))
+    gt = V.apply("reshape", g, shape=(n, groups, ocg, oh, ow))
+    gt = V.apply("reshape", V.apply("transpose", gt, pattern=(0, 1, 3, 4, 2)),
+                 shape=(n, groups, oh, ow, 1, 1, 1, ocg))
+    gx = gw = None
+    if V.needs_grad(1):
+        gw = V.apply("reduce", win * gt, mode="sum", axis=(0,), keepdims=False)
+    if V.needs_grad(0):
+        gwin = V.apply("reduce", V.apply("expand_dims", w, axis=(0,)) * gt, mode="sum",
+                       axis=(7,), keepdims=False)                   # (N, G, OH, OW, ICg, kh, kw)
+        gwin = V.apply("transpose", gwin, pattern=(0, 1, 4, 2, 3, 5, 6))
+        gwin = V.apply("reshape", gwin, shape=(n, groups * icg, oh, ow, kh, kw))
+        gx = V.apply("sliding_window_transpose", gwin, out=tuple(x.shape[2:]), window=(kh, kw),
+                     padding=tuple(padding), stride=tuple(stride), dilation=tuple(dilation))
+    return gx, gw
+
+
 register(OpDef(
     "local_conv2d", eager=_local_eager, infer=_local_infer, lower=_local_lower,
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
@@ -380,6 +409,7 @@ register(OpDef(
                decode=lambda f: {"stride": (f["stride_h"], f["stride_w"]),
                                  "padding": (f["pad_h"], f["pad_w"]),
                                  "dilation": (f["dilate_h"], f["dilate_w"])}),
+    vjp=_local_vjp,
 ))
 
 
