@@ -65,6 +65,8 @@ class TraceEntry:
     shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
     shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
     assigned: list = field(default_factory=list)   # Vars the function assigned to outside tensors
+    # (ops recorded before, user file:line) where Python read a traced value (jit/hints.py)
+    value_reads: list[tuple[int, str]] = field(default_factory=list)
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
