@@ -25,8 +25,8 @@ SAMPLES = [
                         np.array([1, 1, 1, 0, 1, 2], np.int32)],
            {"slices": (), "axes": (0, 2)}, ref=_incr_ref, tag="apart-repeats"),
     Sample("indexing_incr_multi_axis_vec",
-           lambda rng: [f32(3, 6)(rng), f32(3, 2, 2)(rng), _idx(2, 2, lo=0, hi=3)(rng)],
-           {"slices": ((1, None, None, -1),), "axes": (1,)}, ref=_incr_ref, tag="slice"),
+           lambda rng: [f32(3, 6)(rng), f32(3, 2, 2)(rng), _idx(2, 2, lo=0, hi=6)(rng)],
+           {"slices": ((0, None, None, -1),), "axes": (1,)}, ref=_incr_ref, tag="slice"),
 ]
 
 BAD = [
