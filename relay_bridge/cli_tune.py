@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None, prog: str = "megtrace-tune") -> int:
             done = export(model, args.export, target, tuning_dir=tuned,
                           num_threads=args.threads)
             print(f"exported {done.library} and {done.manifest.name}")
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as e:
         print(f"megtrace-tune: error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -33,6 +33,7 @@ from .source import graph_of
 from .targets import resolve
 from .tuning_gate import GateResult, gate
 from .tuning_progress import Progress, TaskStats, make_callback, stdout_printer
+from .tuning_deps import require_tuning_packages
 from .tuning_store import Store, workload_key
 
 if TYPE_CHECKING:
@@ -139,6 +140,7 @@ def tune(model: Any, target: Any = None, *, work_dir: str | os.PathLike, trials:
         raise ValueError(f"base: expected one of {BASES}; got {base!r}")
     if remote is not None and not isinstance(remote, RemoteDevice):
         raise TypeError(f"remote: expected a RemoteDevice; got {type(remote).__name__}")
+    require_tuning_packages(cost_model, remote is not None)
     graph, own_target = graph_of(model)
     tgt = tuning_target(target if target is not None else own_target, num_threads)
     if remote is None and not is_host(tgt):

@@ -2,7 +2,7 @@
 from . import init
 from .activation import (GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Dropout, Embedding,
                          Identity, LeakyReLU, PReLU, Sigmoid, SiLU, Softmax)
-from .batchnorm import BatchNorm1d, BatchNorm2d
+from .batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from .conv import (Conv1d, Conv2d, Conv3d, ConvRelu2d, ConvTranspose2d, ConvTranspose3d,
                    ConvTransposeRelu2d, DeformableConv2d, LocalConv2d)
 from .conv_bn import (ConvBn2d, ConvBnRelu2d, ConvTransposeBn2d, ConvTransposeBnRelu2d,
@@ -22,4 +22,4 @@ __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
            "Identity", "InstanceNorm", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear",
            "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d", "MaxPool2d",
            "Module", "PReLU", "QuantStub", "RNNCell", "ReLU", "Sequential", "SiLU",
-           "Sigmoid", "Softmax", "init"]
+           "Sigmoid", "Softmax", "SyncBatchNorm", "init"]
