@@ -12,6 +12,7 @@ from .layers import AvgPool2d, Linear, LinearRelu, MaxPool2d, ReLU, Sequential
 from .module import Module
 from .normalization import GroupNorm, InstanceNorm, LayerNorm
 from .quant_dequant import DequantStub, QuantStub
+from .multiheadattn import MultiHeadAttention
 from .rnn import LSTM, RNN, LSTMCell, RNNCell
 
 __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
@@ -19,7 +20,8 @@ __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
            "ConvRelu2d", "ConvTranspose2d", "ConvTranspose3d", "ConvTransposeBn2d",
            "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d",
            "DequantStub", "Dropout", "Elemwise", "Embedding", "GELU", "GroupNorm",
-           "Identity", "InstanceNorm", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear",
-           "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d", "MaxPool2d",
-           "Module", "PReLU", "QuantStub", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU",
-           "Sigmoid", "Softmax", "SyncBatchNorm", "init"]
+           "Identity", "InstanceNorm", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU",
+           "Linear", "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d",
+           "MaxPool2d", "Module", "MultiHeadAttention", "PReLU", "QuantStub", "RNN",
+           "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "SyncBatchNorm",
+           "init"]
