@@ -30,3 +30,9 @@ from .attention import multi_head_attention  # noqa: E402  (F.nn.multi_head_atte
 nn.multi_head_attention = multi_head_attention
 nn.__all__.append("multi_head_attention")
 __all__.append("multi_head_attention")
+
+from .correlation import correlation  # noqa: E402  (F.vision / F.nn.correlation)
+
+vision.correlation = nn.correlation = correlation
+vision.__all__.append("correlation")
+nn.__all__.append("correlation")
