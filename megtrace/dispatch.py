@@ -33,6 +33,10 @@ class _RecorderStack(threading.local):
 
 _active = _RecorderStack()
 
+# megtrace.autodiff's recorder, set while a gradient tape records: called after every op
+# as tape_hook(op, inputs, params, outputs)
+tape_hook = None
+
 
 def active_recorder() -> Recorder | None:
     stack = _active.stack
@@ -55,6 +59,17 @@ class recording:
         return False
 
 
+def trace_input(t: "Tensor") -> "Tensor":
+    """Mark `t`, created inside a traced function, as an input of the traced graph that
+    every call feeds anew, not a constant (MegEngine: a tensor created without is_const
+    is an External var), e.g. an optimizer's learning rate, which a scheduler changes
+    between calls. Outside a trace it does nothing."""
+    hook = getattr(active_recorder(), "created_input", None)
+    if hook is not None:
+        hook(t)
+    return t
+
+
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
     from .tensor import Tensor
@@ -69,6 +84,8 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
         device = inputs[0]._device if inputs else None     # results live where inputs do
         outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
+    if tape_hook is not None:
+        tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs
 
 

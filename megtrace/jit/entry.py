@@ -32,7 +32,8 @@ class Source:
 
     kind: "arg" (a tensor argument), "const" (created inside the function), "captured"
     (an outside tensor frozen by capture_as_const), "external" (an outside tensor that
-    stays an input of the compiled graph), "rng" (the key of a megtrace.random op: an
+    stays an input of the compiled graph), "fed" (created inside the function and fed
+    anew on every call: dispatch.trace_input), "rng" (the key of a megtrace.random op: an
     input of the compiled graph drawn from `stream` on every run).
     """
 
@@ -63,6 +64,7 @@ class TraceEntry:
     symbolic_shape: bool = True                    # Tensor.shape gave SymInts while tracing
     shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
     shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
+    assigned: list = field(default_factory=list)   # Vars the function assigned to outside tensors
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
@@ -80,6 +82,7 @@ class TraceEntry:
         return simplify_arith(graph)
 
     def __post_init__(self):
+        self.value_required = set(self.value_required) | set(self.assigned)
         extra = [v for v in self.value_required
                  if v not in self.out_vars and v not in self.full_graph.consts
                  and v not in self.full_graph.inputs]
@@ -98,3 +101,10 @@ class TraceEntry:
 
 def weak(t) -> Any:
     return weakref.ref(t)
+
+
+def materialize(t, value) -> None:
+    """An outside tensor the traced function assigned becomes a plain tensor holding the
+    value the trace computed for it (MegEngine: the parameter after the step)."""
+    t._value, t._var, t._owner = np.array(value), None, None
+    t._version += 1

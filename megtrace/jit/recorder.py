@@ -42,6 +42,8 @@ class TraceRecorder:
         self._names: dict[int, str] = {}
         self._scopes: list[str] = []
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
+        self.assigned: dict[int, Tensor] = {}    # outside tensors given a traced value
+        self._fed_created: set[int] = set()      # created inside, fed anew on every call
 
     def _traced(self, var: Var) -> Tensor:
         t = Tensor._wrap(None, var, self)
@@ -76,6 +78,23 @@ class TraceRecorder:
         self._vars.pop(id(t), None)
         self.created(t)
 
+    def created_input(self, t: Tensor) -> None:
+        """`t` (created inside the function) is a graph input fed on every call, unless
+        capture_as_const freezes it (dispatch.trace_input)."""
+        if not self.capture_as_const:
+            self._fed_created.add(id(t))
+            self._keep.append(t)
+
+    def assign(self, t: Tensor) -> None:
+        """Outside tensor `t` is about to hold a traced value (param -= lr * grad): when
+        the function returns it gets that value, and every replay assigns it again."""
+        if id(t) not in self._created:
+            self.assigned[id(t)] = t
+
+    def take_assignments(self) -> list[tuple[Tensor, Var]]:
+        """The outside tensors still holding a traced value, with that value's Var."""
+        return [(t, t._var) for t in self.assigned.values() if t._owner is self]
+
     def var_of(self, t: Tensor) -> Var:
         if t._owner is self:
             return t._var
@@ -85,7 +104,13 @@ class TraceRecorder:
         if var is not None:
             return var
         name = self._names.get(id(t)) or t.name or ""
-        if id(t) in self._created:
+        if id(t) in self._fed_created:
+            var = self.graph.add_input(TensorType(t.shape, t.dtype),
+                                       name or f"fed_{len(self.externals)}")
+            self.sources[var] = Source("fed", weak(t), t._version)
+            self.externals.append(var)
+            self._values[var] = t.numpy()
+        elif id(t) in self._created:
             var = self.graph.add_const(t.numpy(), name)
             self.sources[var] = Source("const")
         elif self.capture_as_const:

@@ -21,7 +21,7 @@ from ..ir import Var
 from ..ops import OpDef
 from ..symbolic import dims_of, elems_of, key
 from ..tensor import Tensor
-from .entry import TapeItem, TraceEntry
+from .entry import TapeItem, TraceEntry, materialize
 from .location import user_location
 
 
@@ -31,7 +31,8 @@ class Replayer:
         self.pc = 0
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
         self._args = args
-        self._fed: dict[Var, Tensor] = {}      # external inputs given a tensor this call
+        self._fed: dict[Var, np.ndarray] = {}  # external inputs: values given this call
+        self._assigned: dict[int, Tensor] = {}  # outside tensors given a traced value
         self._created: set[int] = set()
         self._keep: list[Tensor] = []
         self._results: dict[Var, np.ndarray] | None = None
@@ -85,6 +86,15 @@ class Replayer:
 
     def random_key(self, key: Tensor, stream) -> None:
         """Keys drawn on replay reach the graph through the tape check (_check_input)."""
+
+    def created_input(self, t: Tensor) -> None:
+        """A fed tensor (TraceRecorder.created_input): _check_input feeds its value."""
+
+    def assign(self, t: Tensor) -> None:
+        """Outside tensor `t` takes a value of this replay: `finish` gives it the value
+        (TraceRecorder.assign)."""
+        if id(t) not in self._created:
+            self._assigned[id(t)] = t
 
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         tape = self.entry.tape
@@ -155,7 +165,8 @@ class Replayer:
             raise TraceError.because(
                 "shape mismatch", f"{where()}: {var.name_hint} was traced as "
                 f"{var.type.shape}, now {t.shape} (the compiled graph has static shapes)")
-        self._fed[var] = t
+        # its value now: a later assignment in this call must not change what was fed
+        self._fed[var] = t._value if t._owner is None else t.numpy()
 
     def read_value(self, t: Tensor) -> np.ndarray:
         var = t._var
@@ -184,15 +195,18 @@ class Replayer:
         return self._results[var]
 
     def _feeds(self) -> dict[Var, np.ndarray | None]:
-        """Graph inputs: the arguments, outside tensors as they are now, and whatever this
-        call gave an input in their place (MegEngine feeds an external var the value
-        given there, even another argument)."""
+        """Graph inputs: the arguments, whatever this call gave an input (MegEngine feeds
+        an external var the value given there, even another argument), and outside
+        tensors the replay has not reached yet as they are now."""
         feeds: dict[Var, np.ndarray | None] = dict(self._args)
         for var in self.entry.externals:
-            t = self.entry.sources[var].outside()
-            feeds[var] = t.numpy() if t is not None else None
-        for var, t in self._fed.items():
-            feeds[var] = t.numpy()
+            if var in self._fed:
+                continue
+            source = self.entry.sources[var]
+            t = source.outside() if source.kind != "fed" else None
+            # None (unknown yet) for a tensor that already holds a value of this replay
+            feeds[var] = None if t is None or t._owner is self else t.numpy()
+        feeds.update(self._fed)
         return feeds
 
     def finish(self, leaves: list[Tensor]) -> list[np.ndarray]:
@@ -217,6 +231,9 @@ class Replayer:
                     "while tracing, so the compiled graph does not keep it")
             else:
                 values.append(self.read_value(t))
+        for t in self._assigned.values():
+            if t._owner is self:
+                materialize(t, self.read_value(t))
         return values
 
 

@@ -21,7 +21,7 @@ from ..ir import Graph, Var
 from ..tensor import Tensor
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
-from .entry import TraceEntry
+from .entry import TraceEntry, materialize
 from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
 from .replay import Replayer
@@ -192,10 +192,12 @@ class trace:
         leaves, tree = flatten_outputs(result)
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
+        assignments = rec.take_assignments()
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
-                           out_vars, tree, rec.value_required)
-        unknown = [v for v in entry.externals if entry.sources[v].kind == "external"]
+                           out_vars, tree, rec.value_required,
+                           assigned=[var for _, var in assignments])
+        unknown = [v for v in entry.externals if entry.sources[v].kind in ("external", "fed")]
         if self._without_host and unknown:
             raise TraceError.with_detail(
                 "have some unknown input tensors in trace result, maybe you can set "
@@ -221,8 +223,13 @@ class trace:
             results = self._run_entry(entry, feeds)
             values = [results[v] if v in results else _source_value(entry, v, feeds)
                       for v in out_vars]
+            for t, var in assignments:
+                materialize(t, results[var] if var in results else _source_value(entry, var,
+                                                                                  feeds))
         else:
             values = rec.output_values(out_vars)
+            for t, var in assignments:
+                materialize(t, rec._value_of(var))
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _replay(self, entry: TraceEntry, args, kwargs, feeds):
@@ -322,8 +329,11 @@ def _external_feeds(entry: TraceEntry, drawn: dict | None = None) -> dict[Var, n
     feeds = {}
     for var in entry.externals:
         source = entry.sources[var]
+        if drawn is not None and var in drawn:     # the value the trace read (rng: drew)
+            feeds[var] = drawn[var]
+            continue
         if source.kind == "rng":
-            feeds[var] = drawn[var] if drawn is not None else source.stream.next_key()
+            feeds[var] = source.stream.next_key()
             continue
         t = source.outside()
         if t is None:

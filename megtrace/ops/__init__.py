@@ -7,6 +7,8 @@ from . import color, detection, onehot, warp, window  # noqa: F401  (image/visio
 from . import shape_exprs  # noqa: F401
 from . import dynamic_shape  # noqa: F401  (value-dependent shapes: cond_take)
 from . import conv  # noqa: F401  (convolution family: module)
-from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get, register
+from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
+                       register)
 
-__all__ = ["MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get", "register"]
+__all__ = ["NOT_DIFFERENTIABLE", "MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get",
+           "register"]

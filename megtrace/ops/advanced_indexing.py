@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, norm_axis
+from .grad_tensor import set_subtensor_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
 from .shape import _index_tuple, relax_slice
 
@@ -268,4 +269,5 @@ def _set_subtensor_emit(em, types, p, inputs):
 
 register(OpDef("set_subtensor", params={"index": ()}, eager=_set_subtensor_eager,
                infer=_set_subtensor_infer, lower=_set_subtensor_lower,
-               mge=MgeComposite(_set_subtensor_emit), opaque_in_optimize=True))
+               mge=MgeComposite(_set_subtensor_emit), opaque_in_optimize=True,
+               vjp=set_subtensor_vjp))

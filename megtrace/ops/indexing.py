@@ -7,7 +7,8 @@ from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, norm_axis
 from .reduce import AXIS_ADD_REMOVE
-from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
+from .grad_tensor import transpose_vjp
+from .registry import NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, register
 from .shape import TYPE_CVT
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -27,6 +28,7 @@ register(OpDef(
     mge=MgeOpr("Dimshuffle", "Dimshuffle",
                fields=lambda p: {"pattern": list(p["pattern"]), "ndim": len(p["pattern"])},
                decode=lambda f: {"pattern": tuple(f["pattern"])}),
+    vjp=transpose_vjp,
 ))
 
 
@@ -172,4 +174,4 @@ def _arg_emit(em, types, p, inputs):
 
 register(OpDef("arg_reduce", params={"mode": "max", "axis": 0, "keepdims": False},
                eager=_arg_eager, infer=_arg_infer, lower=_arg_lower,
-               mge=MgeComposite(_arg_emit)))
+               mge=MgeComposite(_arg_emit), vjp=NOT_DIFFERENTIABLE))

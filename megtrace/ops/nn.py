@@ -7,6 +7,7 @@ from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from . import eager_kernels
 from ._rules import same_dtype
+from .grad_norm import batch_norm_train_vjp
 from .registry import MgeChoice, MgeOpr, OpDef, register
 
 # -- conv2d ---------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def _bn_train_eager(x, weight, bias, *, eps):
 # Training-mode statistics: eager only. MegEngine refuses to dump it ("maybe you forget
 # to do model.eval()?"), and compiling training graphs is not supported yet.
 register(OpDef("batch_norm_train", eager=_bn_train_eager, infer=_bn_train_infer,
-               params={"eps": 1e-5}))
+               params={"eps": 1e-5}, vjp=batch_norm_train_vjp))
 
 
 # -- assert_equal: MegEngine's AssertEqual (testcase checks) ------------------------------

@@ -7,7 +7,8 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import same_dtype
-from .registry import MgeComposite, MgeOpr, OpDef, get, register
+from .grad_tensor import dot_vjp
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 
 
 def _rows(name: str, x: TensorType) -> None:
@@ -46,7 +47,7 @@ ARGSORT = MgeOpr("Argsort", "Argsort",
                  outputs=2, results=(0, 1))
 
 register(OpDef("argsort", params={"descending": False}, eager=_argsort_eager,
-               infer=_argsort_infer, lower=_argsort_lower, mge=ARGSORT))
+               infer=_argsort_infer, lower=_argsort_lower, mge=ARGSORT, vjp=NOT_DIFFERENTIABLE))
 
 
 # -- kth_value: the k-th smallest (largest if descending) element of each row --------------
@@ -115,7 +116,7 @@ def _read_dot(g, opr, ins, _types):
 
 DOT = MgeOpr("Dot", "Empty")
 register(OpDef("dot", eager=_dot_eager, infer=_dot_infer, lower=_dot_lower,
-               mge=MgeComposite(_dot_emit), mge_read={"Dot": _read_dot}))
+               mge=MgeComposite(_dot_emit), mge_read={"Dot": _read_dot}, vjp=dot_vjp))
 
 
 # -- matinv: inverse of each square matrix in the last two axes --------------------------

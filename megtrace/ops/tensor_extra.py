@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import norm_axis
+from .grad_tensor import identity_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
 from .shape import TYPE_CVT as _TYPE_CVT, emit_reshape
 
@@ -182,4 +183,4 @@ register(OpDef("scatter", params={"axis": 0}, eager=_scatter_eager, infer=_scatt
 # -- copy (MegEngine's Identity) ------------------------------------------------------------
 register(OpDef("copy", eager=lambda x: x.copy(), infer=lambda x: x,
                lower=lambda L, x: L.R.reshape(x, L.out.shape),
-               mge=MgeOpr("Identity", "Empty")))
+               mge=MgeOpr("Identity", "Empty"), vjp=identity_vjp))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .optimizer import inplace_add_, scalar
+from .optimizer import hyper, inplace_add_, scalar
 
 
 def adam_direction(states: dict, grad: Tensor, beta0: float, beta1: float, eps: float,
@@ -10,12 +10,12 @@ def adam_direction(states: dict, grad: Tensor, beta0: float, beta1: float, eps: 
     """Advance step and both moments in place; the bias-corrected update direction
     m_hat / (sqrt(v_hat) + eps)."""
     step, exp_avg, exp_avg_sq = states["step"], states["exp_avg"], states["exp_avg_sq"]
-    _beta0, _beta1, _eps = scalar(beta0), scalar(beta1), scalar(eps)
+    _beta0, _beta1, _eps = hyper(beta0), hyper(beta1), hyper(eps)
     c1, c05 = scalar(1.0), scalar(0.5)
     if fused:
         inplace_add_(step, c1, c1, c1)
-        inplace_add_(exp_avg, grad, _beta0, scalar(1 - beta0))
-        inplace_add_(exp_avg_sq, grad * grad, _beta1, scalar(1 - beta1))
+        inplace_add_(exp_avg, grad, _beta0, hyper(1 - beta0))
+        inplace_add_(exp_avg_sq, grad * grad, _beta1, hyper(1 - beta1))
     else:
         step += c1
         exp_avg *= _beta0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Union
 
 from ..tensor import Parameter
-from .optimizer import Optimizer, scalar
+from .optimizer import Optimizer, hyper, scalar
 
 
 class Adadelta(Optimizer):
@@ -28,8 +28,8 @@ class Adadelta(Optimizer):
 
     def _updates(self, param_group: dict) -> None:
         weight_decay = param_group["weight_decay"]
-        _lr, _rho, _eps = (scalar(param_group["lr"]), scalar(param_group["rho"]),
-                           scalar(param_group["eps"]))
+        _lr, _rho, _eps = (hyper(param_group["lr"]), hyper(param_group["rho"]),
+                           hyper(param_group["eps"]))
         c1, c2, c05 = scalar(1.0), scalar(2.0), scalar(0.5)
         for param in param_group["params"]:
             if param.grad is None:
@@ -39,7 +39,7 @@ class Adadelta(Optimizer):
             step += c1
             grad = param.grad
             if weight_decay != 0.0:
-                grad = grad + param * scalar(weight_decay)
+                grad = grad + param * hyper(weight_decay)
             square_avg = _rho * states["square_avg"] + (c1 - _rho) * grad ** c2
             delta = (states["acc_delta"] + _eps) ** c05 / (square_avg + _eps) ** c05 * grad
             param -= _lr * delta

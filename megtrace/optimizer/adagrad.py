@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Union
 
 from ..tensor import Parameter
-from .optimizer import Optimizer, scalar
+from .optimizer import Optimizer, hyper, scalar
 
 
 class Adagrad(Optimizer):
@@ -28,8 +28,8 @@ class Adagrad(Optimizer):
 
     def _updates(self, param_group: dict) -> None:
         weight_decay = param_group["weight_decay"]
-        _lr, _lr_decay = scalar(param_group["lr"]), scalar(param_group["lr_decay"])
-        _eps, c1, c2, c05 = (scalar(param_group["eps"]), scalar(1.0), scalar(2.0),
+        _lr, _lr_decay = hyper(param_group["lr"]), hyper(param_group["lr_decay"])
+        _eps, c1, c2, c05 = (hyper(param_group["eps"]), scalar(1.0), scalar(2.0),
                              scalar(0.5))
         for param in param_group["params"]:
             if param.grad is None:
@@ -39,7 +39,7 @@ class Adagrad(Optimizer):
             step += c1
             grad = param.grad
             if weight_decay != 0.0:
-                grad = grad + param * scalar(weight_decay)
+                grad = grad + param * hyper(weight_decay)
             square_avg = states["square_avg"]
             square_avg += grad ** c2
             delta = grad / (square_avg + _eps) ** c05

@@ -5,7 +5,7 @@ from typing import Iterable, Tuple, Union
 
 from ..tensor import Parameter
 from ._adam_moments import adam_direction, check_adam_args
-from .optimizer import Optimizer, inplace_add_, inplace_update_mode, scalar
+from .optimizer import Optimizer, hyper, inplace_add_, inplace_update_mode, scalar
 
 
 class Adam(Optimizer):
@@ -33,10 +33,10 @@ class Adam(Optimizer):
                 continue
             grad = param.grad
             if weight_decay != 0.0:
-                grad = grad + param * scalar(weight_decay)
+                grad = grad + param * hyper(weight_decay)
             delta = adam_direction(self._state[param], grad, beta0, beta1,
                                    param_group["eps"], fused)
             if fused:
-                inplace_add_(param, delta, scalar(1.0), scalar(-lr))
+                inplace_add_(param, delta, scalar(1.0), hyper(-lr))
             else:
-                param -= scalar(lr) * delta
+                param -= hyper(lr) * delta

@@ -16,7 +16,7 @@ import numpy as np
 from .. import functional as F
 from ..tensor import Parameter, Tensor
 from ._adam_moments import check_adam_args
-from .optimizer import Optimizer, scalar
+from .optimizer import Optimizer, hyper, scalar
 
 
 class LAMB(Optimizer):
@@ -65,20 +65,20 @@ class LAMB(Optimizer):
         beta0, beta1 = (np.float32(b) for b in group["betas"])
         one = np.float32(1.0)
         weight_decay = np.float32(group["weight_decay"])
-        m = scalar(beta0) * exp_avg + scalar(one - beta0) * grad
-        v = scalar(beta1) * exp_avg_sq + scalar(one - beta1) * (grad * grad)
+        m = hyper(beta0) * exp_avg + hyper(one - beta0) * grad
+        v = hyper(beta1) * exp_avg_sq + hyper(one - beta1) * (grad * grad)
         bc0 = one - np.float32(float(beta0) ** step) if self.bias_correction else one
         bc1 = one - np.float32(float(beta1) ** step) if self.bias_correction else one
-        direction = (m / scalar(bc0)) / (F.sqrt(v / scalar(bc1)) + scalar(group["eps"]))
+        direction = (m / hyper(bc0)) / (F.sqrt(v / hyper(bc1)) + hyper(group["eps"]))
         if weight_decay != 0:
-            direction = direction + param * scalar(weight_decay)
+            direction = direction + param * hyper(weight_decay)
         trust = scalar(1.0)
         if self.always_adapt or weight_decay > 0:
             p_norm = F.sqrt(F.sum(param * param))
             d_norm = F.sqrt(F.sum(direction * direction))
             if float(p_norm) > 0 and float(d_norm) > 0:
                 trust = p_norm / d_norm
-        new = param - (scalar(group["lr"]) * trust) * direction
+        new = param - (hyper(group["lr"]) * trust) * direction
         return m, v, new
 
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable as Iter, Union
 
 import numpy as np
 
+from ..dispatch import trace_input
 from ..tensor import Parameter, Tensor
 
 
@@ -172,6 +173,13 @@ def scalar(value: float) -> Tensor:
     """A float32 scalar tensor: updates compute in float32 like MegEngine's, whose
     optimizers turn every hyper-parameter into such a tensor."""
     return Tensor(value, dtype="float32")
+
+
+def hyper(value: float) -> Tensor:
+    """A hyper-parameter (lr, momentum, betas, ...) as a float32 scalar; inside a trace
+    an input of the graph, fed on every call, so that a scheduler's new lr reaches a
+    traced training step (MegEngine feeds tensors created in a trace the same way)."""
+    return trace_input(scalar(value))
 
 
 def inplace_update_mode() -> bool:

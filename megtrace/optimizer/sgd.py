@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Union
 
 from ..tensor import Parameter
-from .optimizer import Optimizer, inplace_add_, inplace_update_mode, scalar
+from .optimizer import Optimizer, hyper, inplace_add_, inplace_update_mode, scalar
 
 
 class SGD(Optimizer):
@@ -29,7 +29,7 @@ class SGD(Optimizer):
     def _updates(self, param_group: dict) -> None:
         lr, momentum = param_group["lr"], param_group["momentum"]
         weight_decay = param_group["weight_decay"]
-        _lr, _momentum, _weight_decay = scalar(lr), scalar(momentum), scalar(weight_decay)
+        _lr, _momentum, _weight_decay = hyper(lr), hyper(momentum), hyper(weight_decay)
         fused = inplace_update_mode()
         for param in param_group["params"]:
             if param.grad is None:
@@ -46,6 +46,6 @@ class SGD(Optimizer):
                     buf += grad
                 grad = grad + buf * _momentum if self.nesterov else buf
             if fused:
-                inplace_add_(param, grad, scalar(1.0), scalar(-lr))
+                inplace_add_(param, grad, scalar(1.0), hyper(-lr))
             else:
                 param -= _lr * grad
