@@ -77,8 +77,12 @@ class Tape:
         return ad.get(self) if ad else None
 
     def _track(self, t) -> _Var:
+        """A new value of this tape for `t` (and for every Tensor sharing t's value: a
+        Tensor(t) copy, a trace's stand-in for an argument)."""
         var = _Var()
-        t._ad = {**(t._ad or {}), self: var}
+        if t._ad is None:
+            t._ad = {}
+        t._ad[self] = var
         return var
 
     def wrt(self, tensor, callback: Callable) -> None:

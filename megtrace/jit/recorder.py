@@ -19,6 +19,8 @@ from .location import user_location
 
 
 class TraceRecorder:
+    names_values = True       # module scopes name the graph's values and ops
+
     def __init__(self, *, symbolic: bool, capture_as_const: bool, symbolic_shape: bool = True):
         self.graph = Graph()
         self.symbolic = symbolic
@@ -156,7 +158,8 @@ class TraceRecorder:
         if any(v in self._shape_derived for v in in_vars) and \
                 all(v in self._shape_derived or v in consts for v in in_vars):
             self._shape_derived.update(outs)     # x_shape[:-1], concat([x_shape, ...])
-        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location()))
+        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location(),
+                                  params))
         if values is not None:
             self._values.update((v, a) for v, a in zip(outs, values) if v not in consts)
         elif not self.symbolic and not all(v in consts for v in outs):

@@ -122,7 +122,7 @@ class trace:
             leaves = [values[v] if v in values else _source_value(entry, v, feeds)
                       for v in entry.out_vars]
             return rebuild_outputs(entry.out_tree, [Tensor._wrap(v) for v in leaves])
-        return self._replay(entry, args, kwargs, feeds)
+        return self._replay(entry, args, kwargs, feeds, bindings)
 
     def _lookup(self, bindings) -> TraceEntry | None:
         if not self._entries:
@@ -183,7 +183,7 @@ class trace:
     def _record(self, args, kwargs, bindings):
         rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const,
                             symbolic_shape=self._symbolic_shape)
-        proxies = {name: rec.bind_input(t, name) for name, t in bindings}
+        proxies = {name: _stand_in(rec.bind_input(t, name), t) for name, t in bindings}
         arg_vars = [(n, p._var) for n, p in proxies.items()]   # proxies may be materialized
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
@@ -232,9 +232,10 @@ class trace:
                 materialize(t, rec._value_of(var))
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
-    def _replay(self, entry: TraceEntry, args, kwargs, feeds):
+    def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):
         rep = Replayer(entry, self._run_entry, feeds)
-        proxies = {name: rep.bind_input(var) for name, var in entry.args}
+        given = dict(bindings)
+        proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rep):
@@ -315,6 +316,17 @@ def _check_against_interpreter(graph: Graph, arrays, values) -> None:
         if not err <= 1e-3:
             raise CompileError(f"trace: the compiled graph disagrees with the reference "
                                f"interpreter on {name} (relative error {err:.3g})")
+
+
+def _stand_in(proxy: Tensor, arg: Tensor) -> Tensor:
+    """The traced tensor a function receives for argument `arg` is `arg` for autodiff (a
+    GradManager that attached `arg` differentiates through it) and shares its Python
+    attributes (`proxy.grad` is `arg.grad`), as MegEngine passes the argument itself."""
+    if arg._ad is None:
+        arg._ad = {}           # filled in place when a GradManager records
+    proxy._ad = arg._ad
+    proxy.__dict__ = arg.__dict__
+    return proxy
 
 
 def _check_type(name: str, value, cls) -> None:

@@ -94,7 +94,11 @@ class OpDef:
         It must compute with Tensor operations only (`V.apply(op_name, *tensors, **params)`,
         `V.F` = megtrace.functional, Tensor operators), never NumPy on values: then the
         backward pass is itself recorded by `trace`, compiled and higher-order
-        differentiable. `V.sum_to(g, shape)` reduces a broadcast gradient to `shape`.
+        differentiable. `V.sum_to(g, shape)` reduces a broadcast gradient to `shape`;
+        `V.needs_grad(i)` says whether input i's gradient is wanted (skip the others);
+        `V.select(cond, g)`, `V.const(value, like)`, `V.zeros_like(x)` help too
+        (megtrace/autodiff/context.py). tests/autodiff/test_vjp_registry.py checks every
+        rule against finite differences of `eager` on the op's samples.
       - None: not declared yet; a gradient reaching the op raises at backward time
         (tests/autodiff/test_vjp_registry.py lists the ops still pending).
     """
