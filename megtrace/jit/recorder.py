@@ -36,6 +36,7 @@ class TraceRecorder:
         self.sources: dict[Var, Source] = {}
         self.externals: list[Var] = []
         self.value_required: set[Var] = set()
+        self.value_reads: list[tuple[int, str]] = []    # (ops before, file:line): hints.py
         self.read_args: set[Var] = set()                 # arguments whose value Python read
         self._values: dict[Var, np.ndarray] = {}        # known values (args, eager results)
         self._vars: dict[int, Var] = {}
@@ -252,6 +253,7 @@ class TraceRecorder:
         (In symbolic mode the value is computed now by the NumPy interpreter.)"""
         if t._var not in self.graph.consts:
             self.value_required.add(t._var)
+            self.value_reads.append((len(self.tape), user_location()))
         source = self.sources.get(t._var)
         if source is not None and source.kind == "arg":
             self.read_args.add(t._var)

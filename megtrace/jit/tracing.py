@@ -196,7 +196,8 @@ class trace:
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
                            out_vars, tree, rec.value_required,
-                           assigned=[var for _, var in assignments])
+                           assigned=[var for _, var in assignments],
+                           value_reads=rec.value_reads)
         unknown = [v for v in entry.externals if entry.sources[v].kind in ("external", "fed")]
         if self._without_host and unknown:
             raise TraceError.with_detail(
