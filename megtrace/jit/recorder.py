@@ -46,6 +46,7 @@ class TraceRecorder:
         self._scopes: list[str] = []
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
         self.assigned: dict[int, Tensor] = {}    # outside tensors given a traced value
+        self.undumpable: list[str] = []          # why `dump` must refuse (note_undumpable)
         self._fed_created: set[int] = set()      # created inside, fed anew on every call
 
     def _traced(self, var: Var) -> Tensor:

@@ -197,6 +197,7 @@ class trace:
                            arg_vars, rec.externals,
                            out_vars, tree, rec.value_required,
                            assigned=[var for _, var in assignments],
+                           undumpable=rec.undumpable,
                            value_reads=rec.value_reads)
         unknown = [v for v in entry.externals if entry.sources[v].kind in ("external", "fed")]
         if self._without_host and unknown:
