@@ -22,6 +22,7 @@ from ..symbolic import dims_of, elems_of, key
 from ..device import as_device
 from ..tensor import Tensor
 from .entry import TapeItem, TraceEntry, materialize
+from .hints import branch_hint, constant_hint
 from .location import user_location
 
 
@@ -158,20 +159,22 @@ class Replayer:
         if op is not item.op:
             raise TraceError.because("operator mismatch",
                                      f"operator mismatch: traced {item.op.name}, now "
-                                     f"{op.name}; {here()}")
+                                     f"{op.name}; {here()}\n"
+                                     f"{branch_hint(self.entry, index)}")
         if op.bind(params) != item.params:
             raise TraceError.because("operator mismatch",
                                      f"operator mismatch: {op.name} parameters changed from "
-                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here()}")
+                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here()}"
+                                     f"\n{branch_hint(self.entry, index)}")
         for i, (t, var) in enumerate(zip(inputs, item.inputs)):
-            self._check_input(item, t, var, lambda i=i: f"input {i} of {here()}")
+            self._check_input(item, t, var, lambda i=i: f"input {i} of {here()}", index)
         return tuple(self._traced(v) for v in item.outputs)
 
     def _internal(self, t: Tensor) -> bool:
         """Computed by a traced op during this replay (arguments are external)."""
         return t._owner is self and t._var not in self.entry.sources
 
-    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where) -> None:
+    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where, index: int) -> None:
         if t._owner is not None and t._owner is not self:
             raise TraceError.because("expect external node, got internal",
                                      f"{where()}: a tensor of another trace was used")
@@ -197,7 +200,7 @@ class Replayer:
                 raise TraceError.because(
                     "tensors not equals",
                     f"tensors not equals: {var.name_hint or 'a constant'} changed since it "
-                    f"was traced; {where()}")
+                    f"was traced; {where()}\n{constant_hint(self.entry, index, source.kind)}")
             return
         if t.dtype.name != var.type.dtype:
             raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
