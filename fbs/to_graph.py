@@ -96,6 +96,7 @@ SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
     "Reduce": {"data_type": (0, 2)},            # DEFAULT, FLOAT_O32xC32
     "Cumsum": {"exclusive": (False,), "reverse": (False,)},
     "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
+    "CondTake": {"mode": (0,), "val": (1.0,)},  # EQ 1: the mask's true elements
 }
 
 
