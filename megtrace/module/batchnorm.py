@@ -52,13 +52,13 @@ class _BatchNorm(Module):
         if not self._track_running_stats_saved and self.track_running_stats:
             raise AssertionError("track_running_stats can not be initilized to False and "
                                  "changed to True later")
-        if self.freeze:       # frozen: an affine map from the running statistics
-            scale = (self.running_var + self.eps) ** (-0.5)
+        if self.freeze:       # frozen: an affine map from the running statistics, which
+            scale = (self.running_var + self.eps) ** (-0.5)     # no gradient updates
             if self.weight is not None:
-                scale = scale * self.weight
+                scale = scale * self.weight.detach()
             shift = -self.running_mean * scale
             if self.bias is not None:
-                shift = shift + self.bias
+                shift = shift + self.bias.detach()
             return inp * _to_ndim(scale, inp.ndim) + _to_ndim(shift, inp.ndim)
         momentum = self.momentum if self.training and self.track_running_stats else 0.0
         tracked = self.track_running_stats
