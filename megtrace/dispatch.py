@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 
 class Recorder(Protocol):
+    # whether it names values and ops after the module that made them (`scope`)
+    names_values: bool
+
     def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
 
     def materialize_live(self) -> None: ...
@@ -70,15 +73,24 @@ def trace_input(t: "Tensor") -> "Tensor":
     return t
 
 
+def note_undumpable(reason: str) -> None:
+    """Tell the active trace that its graph does something a dumped graph cannot (e.g.
+    BatchNorm in training mode updating its running statistics): `dump` then refuses
+    with `reason`. Outside a trace it does nothing."""
+    hook = getattr(active_recorder(), "undumpable", None)
+    if hook is not None and reason not in hook:
+        hook.append(reason)
+
+
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
-    from .tensor import Tensor
-
     op = get(op) if isinstance(op, str) else op
-    rec = active_recorder()
+    stack = _active.stack
+    rec = stack[-1] if stack else None
     if rec is not None:
         outs = rec.record(op, inputs, params)
     else:
+        from .tensor import Tensor
         kwargs = dict(op.bind(params))
         arrays = [t._value for t in inputs]
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced

@@ -106,7 +106,7 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self._var.type.shape) if self._var is not None else self._value.ndim
 
     @property
     def size(self) -> int:

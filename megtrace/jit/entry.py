@@ -21,6 +21,8 @@ class TapeItem:
     inputs: tuple[Var, ...]
     outputs: tuple[Var, ...]
     where: str = "<unknown>"       # the user's file:line that applied it
+    raw_params: dict | None = None  # the params as given (SymInts as ints): a replay's
+    #                                 params equal to these bind to `params` (fast check)
 
     def describe(self, index: int) -> str:
         return f"op #{index + 1} ({self.op.name}) traced at {self.where}"
@@ -65,6 +67,24 @@ class TraceEntry:
     shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
     shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
     assigned: list = field(default_factory=list)   # Vars the function assigned to outside tensors
+    undumpable: list = field(default_factory=list)  # reasons dump() refuses (note_undumpable)
+    # (ops recorded before, user file:line) where Python read a traced value (jit/hints.py)
+    value_reads: list[tuple[int, str]] = field(default_factory=list)
+    dims: dict = field(default_factory=dict)       # Var -> its SymShape, shared by replays
+    _captured: list | None = None                  # per tape item, see captured_checks()
+
+    def captured_checks(self) -> list[tuple]:
+        """Per tape item, per input: (weakref, version) of the captured outside tensor it
+        was traced on, else None; precomputed once so that a replay recognises an
+        unchanged module parameter without looking anything up."""
+        if self._captured is None:
+            def check(var):
+                source = self.sources.get(var)
+                if source is None or source.kind != "captured":
+                    return None
+                return (source.tensor, source.version)
+            self._captured = [tuple(check(v) for v in item.inputs) for item in self.tape]
+        return self._captured
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
