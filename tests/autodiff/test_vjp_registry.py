@@ -15,7 +15,7 @@ PENDING = {
     "assert_equal", "kth_value",
     "matinv", "svd",
     "cvt_color", "roi_align", "roi_pooling", "nms_keep",
-    "deformable_psroi_pooling", "deformable_conv2d",
+    "deformable_psroi_pooling", "deformable_conv2d", "cond_take",
 }
 
 # (op, input index): MegEngine gives no gradient there although the function varies
