@@ -329,9 +329,11 @@ def _assert_infer(expect, get, err, *, maxerr, verbose):
     return get
 
 
+# A check that passes `get` through: so does its gradient (none to expect and err).
 register(OpDef("assert_equal", params={"maxerr": 1e-4, "verbose": False},
                infer=_assert_infer, eager=lambda e, g, err, **_: g,
                lower=lambda L, e, g, err, **_: g,
+               vjp=lambda V, inputs, outputs, grads, **_: (None, grads[0], None),
                mge=MgeOpr("AssertEqual", "AssertEqual",
                           fields=lambda p: {"maxerr": p["maxerr"], "verbose": p["verbose"]},
                           decode=lambda f: {"maxerr": f["maxerr"], "verbose": bool(f["verbose"])})))

@@ -12,10 +12,8 @@ from tests.ops.samples import SAMPLES, Sample, f32
 
 # Ops whose VJPs are being written (the nn-ish family); this set only shrinks.
 PENDING = {
-    "assert_equal", "kth_value",
-    "matinv", "svd",
-    "cvt_color", "roi_align", "roi_pooling", "nms_keep",
-    "deformable_psroi_pooling", "deformable_conv2d", "cond_take",
+    "roi_align", "roi_pooling",
+    "deformable_psroi_pooling", "deformable_conv2d",
 }
 
 # (op, input index): MegEngine gives no gradient there although the function varies
@@ -23,6 +21,9 @@ PENDING = {
 NO_GRADIENT_BY_DESIGN = {("mod", 1)}
 # samples whose points sit where the function has no derivative (ties, kinks) on purpose
 NON_SMOOTH_SAMPLES = {"clip-nan", "sign-float"}
+# samples with outputs that are not functions of the input: svd's extra columns of U/Vh
+# with full_matrices are any basis of a null space (LAPACK's pick; no derivative exists)
+ARBITRARY_OUTPUT_SAMPLES = {"svd-full"}
 
 _H = 1e-6
 
@@ -42,7 +43,7 @@ def _differentiable_samples():
     for s in SAMPLES:
         op = get(s.op)
         if callable(op.vjp) and op.vjp is not NOT_DIFFERENTIABLE and \
-                str(s) not in NON_SMOOTH_SAMPLES:
+                str(s) not in NON_SMOOTH_SAMPLES | ARBITRARY_OUTPUT_SAMPLES:
             out.append(s)
     return out
 
