@@ -96,8 +96,9 @@ class Tensor:
         return traced_shape(self._var) if traced_shape else self._var.type.shape
 
     @property
-    def _tuple_shape(self) -> tuple:
-        """The shape as a plain tuple (MegEngine's internal spelling, used by its tests)."""
+    def _tuple_shape(self) -> tuple[int, ...]:
+        """The shape as a plain tuple even where `shape` may not be one (MegEngine code
+        reads it; in megtrace `shape` always is)."""
         return tuple(self.shape)
 
     @property
