@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._sampling import sample_np, sample_relax
+from ._sampling_grad import sample_grads, sample_values
 from .registry import NOT_DIFFERENTIABLE, MgeOpr, OpDef, register
 
 
@@ -55,7 +56,7 @@ def _align_centres(rois, pooled, samples, spatial_scale, offset):
 
 def _align_pool(values, k, c, pooled, samples, mode):
     v = values.reshape(k, c, pooled[0], samples[0], pooled[1], samples[1])
-    return v.max(axis=(3, 5)) if mode == "max" else v.mean(axis=(3, 5), dtype=np.float32)
+    return v.max(axis=(3, 5)) if mode == "max" else v.mean(axis=(3, 5), dtype=values.dtype)
 
 
 def _align_eager(x, rois, *, mode, pooled, samples, spatial_scale, offset):
@@ -65,7 +66,9 @@ def _align_eager(x, rois, *, mode, pooled, samples, spatial_scale, offset):
         raise IndexError(f"roi_align: roi batch index out of range [0, {x.shape[0]})")
     ys, xs = np.broadcast_arrays(ys, xs)
     values = sample_np(x, batch, xs, ys, border="CONSTANT", border_val=0.0)
-    return _align_pool(values, k, x.shape[1], pooled, samples, mode).astype(np.float32)
+    # float32 (float64 inputs stay float64: gradient checks by finite differences)
+    return _align_pool(values, k, x.shape[1], pooled, samples, mode).astype(
+        np.promote_types(x.dtype, np.float32))
 
 
 def _align_lower(L, x, rois, *, mode, pooled, samples, spatial_scale, offset):
@@ -114,6 +117,44 @@ def _align_decode(f):
             "spatial_scale": float(f["spatial_scale"]), "offset": float(f["offset"])}
 
 
+def _align_vjp(V, inputs, outputs, grads, *, mode, pooled, samples, spatial_scale, offset):
+    """Into the image only (MegEngine's ROIAlignBackward; the rois get no gradient): each
+    bin's gradient shared by its samples (average) or given to the samples equal to the
+    bin's maximum, then through the bilinear taps."""
+    (x, rois), (g,) = inputs, grads
+    k, c = rois.shape[0], x.shape[1]
+    (ph, pw), (sh, sw) = pooled, samples
+    col = lambda i: V.apply("subtensor", rois, index=((1, i, i + 1, None, None),))  # noqa
+    start = lambda i: col(i) * V.const(spatial_scale, rois) - V.const(offset, rois)  # noqa
+
+    def centres(lo, hi, n_bins, n_samples):
+        size = V.apply("maximum", start(hi) - start(lo), V.const(0, rois))
+        frac = (np.arange(n_bins)[:, None] + (np.arange(n_samples) + 0.5) / n_samples)
+        return start(lo) + size / V.const(n_bins, rois) * V.const(frac.reshape(1, -1), rois)
+
+    grid = (k, ph * sh, pw * sw)
+    ys = V.apply("broadcast_to", V.apply("expand_dims", centres(2, 4, ph, sh), axis=(2,)),
+                 shape=grid)
+    xs = V.apply("broadcast_to", V.apply("expand_dims", centres(1, 3, pw, sw), axis=(1,)),
+                 shape=grid)
+    batch = V.apply("reshape", V.apply("floor", col(0)), shape=(k, 1, 1))
+    cells = (k, c, ph, 1, pw, 1)
+    spread = V.apply("broadcast_to", V.apply("reshape", g, shape=cells),
+                     shape=(k, c, ph, sh, pw, sw))
+    if mode == "max":
+        values = V.apply("reshape", sample_values(V, x, batch, xs, ys, border="CONSTANT",
+                                                  border_val=0.0), shape=(k, c, ph, sh, pw, sw))
+        # the maximum of these very samples (y itself may differ in the last bit)
+        top = V.apply("reduce", values, mode="max", axis=(3, 5), keepdims=True)
+        spread = V.select(V.apply("eq", values, top), spread)
+    else:
+        spread = spread / V.const(sh * sw, g)
+    spread = V.apply("reshape", spread, shape=(k, c, ph * sh, pw * sw))
+    gx, _, _ = sample_grads(V, x, batch, xs, ys, spread, border="CONSTANT", border_val=0.0,
+                            want_coords=False)
+    return gx, None
+
+
 # ROIAlign's second output (the argmax index) only serves the backward pass.
 register(OpDef("roi_align",
                params={"mode": "average", "pooled": (1, 1), "samples": (2, 2),
@@ -121,7 +162,7 @@ register(OpDef("roi_align",
                eager=_align_eager, infer=_align_infer, lower=_align_lower,
                mge=MgeOpr("ROIAlignV1", "ROIAlign", fields=_align_fields, decode=_align_decode,
                           outputs=2),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=_align_vjp))
 
 
 # -- roi_pooling --------------------------------------------------------------------------
