@@ -13,7 +13,7 @@ from tests.ops.samples import SAMPLES, Sample, f32
 # Ops whose VJPs are being written (the nn-ish family); this set only shrinks.
 PENDING = {
     "roi_pooling",
-    "deformable_psroi_pooling", "deformable_conv2d",
+    "deformable_psroi_pooling",
 }
 
 # (op, input index): MegEngine gives no gradient there although the function varies
