@@ -12,7 +12,6 @@ from tests.ops.samples import SAMPLES, Sample, f32
 
 # Ops whose VJPs are being written (the nn-ish family); this set only shrinks.
 PENDING = {
-    "roi_pooling",
     "deformable_psroi_pooling",
 }
 
