@@ -116,6 +116,8 @@ def _store_aside(folder: Path, key: str, built: Built) -> None:
 def _become_quiet_writer() -> None:
     import signal
     signal.alarm(_WRITER_SECONDS)                    # never linger if TVM hangs
+    with contextlib.suppress(OSError):
+        os.nice(19)                                  # the user's own work comes first
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
