@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
 
 _ORPHAN_SECONDS = 600          # a library no manifest names (a writer lost the race)
-_WRITER_SECONDS = 1800         # a writer process killed after this long
+_WRITER_SECONDS = 900          # a writer process killed after this long
 _pending: list[int] = []       # read ends of the pipes of writers not yet waited for
 
 
