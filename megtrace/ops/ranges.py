@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import TensorType
-from .registry import MgeComposite, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, OpDef, register
 from .shape import check_shape_input
 from .shape_emit import LINSPACE
 
@@ -41,4 +41,5 @@ register(OpDef(
     lower=lambda L, tshape=None, *, start, stop, shape: L.const(
         linspace32(start, stop, int(shape[0])), "float32"),
     mge=MgeComposite(_emit),
+    vjp=NOT_DIFFERENTIABLE,       # no tensor operand: the shape input is integer
 ))
