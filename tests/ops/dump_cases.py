@@ -57,11 +57,11 @@ def sample_graph(sample, inputs: list[np.ndarray]) -> tuple[Graph, list[np.ndarr
     return g, [a for a in inputs if a.ndim < LITE_IO_MAX_NDIM]
 
 
-def _grow(arrays: list[np.ndarray], extra: list[np.ndarray]) -> list[np.ndarray] | None:
+def _grow(arrays: list[np.ndarray], extra: list[np.ndarray],
+          first_only: bool) -> list[np.ndarray] | None:
     """`arrays` with the leading axis of those sharing the first one's leading size grown
-    by GROW_BY rows of `extra` (a second draw); None when there is no such axis. A leading
-    size of 1 is as likely a broadcast axis (a bias) as a batch: then only the first
-    input grows."""
+    by GROW_BY rows of `extra` (a second draw), or of the first one only; None when there
+    is no such axis."""
     if not arrays or arrays[0].ndim == 0 or arrays[0].ndim >= LITE_IO_MAX_NDIM:
         return None
     batch = arrays[0].shape[0]
@@ -69,7 +69,8 @@ def _grow(arrays: list[np.ndarray], extra: list[np.ndarray]) -> list[np.ndarray]
         return None
     grown = []
     for i, (a, b) in enumerate(zip(arrays, extra, strict=True)):
-        if (i == 0 or batch > 1) and a.ndim and a.ndim < LITE_IO_MAX_NDIM and a.shape[0] == batch:
+        if (i == 0 or not first_only) and a.ndim and a.ndim < LITE_IO_MAX_NDIM and \
+                a.shape[0] == batch:
             rows = np.resize(b, (GROW_BY,) + b.shape[1:]).astype(a.dtype)
             a = np.concatenate([a, rows])
         grown.append(a)
@@ -81,14 +82,20 @@ def sample_case(sample, rng: np.random.Generator) -> Case:
     arrays = sample.make(rng)
     graph, feeds = sample_graph(sample, list(arrays))
     case = Case(graph, dict(zip(graph.input_names, feeds)), interpreter.run(graph, *feeds))
-    grown = _grow(arrays, sample.make(np.random.default_rng(1)))
-    if grown is not None:
+    extra = sample.make(np.random.default_rng(1))
+    # A leading size of 1 is as likely a broadcast axis (a bias) as a batch: then the
+    # first input grows alone if the op takes that, else all inputs sharing it grow.
+    for first_only in ((True, False) if arrays and arrays[0].shape[:1] == (1,) else (False,)):
+        grown = _grow(arrays, extra, first_only)
+        if grown is None:
+            return case
         try:
             other_graph, other_feeds = sample_graph(sample, grown)
             other_want = interpreter.run(other_graph, *other_feeds)
         except Exception:  # noqa: BLE001 -- the op's params tie it to the traced shapes
-            return case
+            continue
         case.other = dict(zip(other_graph.input_names, other_feeds)), other_want
+        return case
     return case
 
 
