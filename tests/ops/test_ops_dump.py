@@ -74,6 +74,8 @@ NO_LOWERING = {
     "roi_pooling": "per-RoI bin extents depend on the RoI values (eager only)",
     "nms_keep": "greedy suppression is a sequential loop over the boxes (eager only)",
     "deformable_psroi_pooling": "which samples count depends on the offsets (eager only)",
+    "cond_take": "its output length depends on the mask's values; compiled graphs run it "
+                 "on the NumPy interpreter (ops/dynamic_shape.py)",
 }
 
 
