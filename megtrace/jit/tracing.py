@@ -16,6 +16,7 @@ import numpy as np
 
 from ..device import get_default_device, target_for
 from ..dispatch import recording
+from ..dtype import name_of
 from ..errors import TraceError
 from ..ir import Graph, Var
 from ..tensor import Tensor
@@ -174,7 +175,7 @@ class trace:
                                      f"with {[n for n, _ in bindings]}")
         feeds = {}
         for (name, t), (_, var) in zip(bindings, entry.args):
-            if t.dtype.name != var.type.dtype:
+            if name_of(t.dtype) != var.type.dtype:
                 raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
                                          f"input {name}")
             feeds[var] = t.numpy()
