@@ -145,9 +145,10 @@ class trace:
 
     @property
     def graph(self) -> Graph:
-        """The recorded graph (printable); available after the first call."""
-        entry = self._last_entry or (next(iter(self._entries.values())) if self._entries
-                                     else None)
+        """The recorded graph (printable); available after the first call. With several
+        traced input shapes (symbolic_shape), the first one's: what `dump` writes, and
+        what `megtrace.export` and `megtrace.tune` build."""
+        entry = next(iter(self._entries.values()), None)
         if entry is None:
             raise TraceError("trace: the function has not been called yet, so nothing is "
                              "recorded")
