@@ -39,6 +39,11 @@ class LoadedGraph:
         self.output_names = list(self.graph.output_names)
         self.metadata = model.metadata
 
+    @property
+    def target(self) -> Any:
+        """The TVM target given to load_graph (None: this machine)."""
+        return self._target
+
     def _graph_for(self, types: dict[str, TensorType]) -> Graph:
         """The graph for these input types. A failure with the file's own shapes is the
         file's fault (FormatError); once those work, a failure with the caller's shapes

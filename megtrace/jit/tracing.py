@@ -144,6 +144,14 @@ class trace:
         return entry
 
     @property
+    def target(self) -> Any:
+        """The TVM target the traced graph is built for: `target=` as given, else the
+        one the first call's input device implies (None: this machine)."""
+        if self._target is not None or not self._entries:
+            return self._target
+        return next(iter(self._entries.values())).target
+
+    @property
     def graph(self) -> Graph:
         """The recorded graph (printable); available after the first call. With several
         traced input shapes (symbolic_shape), the first one's: what `dump` writes, and
