@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,90 +12,12 @@ from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
+from .compiled import CompiledGraph, InterpretedGraph
+from .cpu import cpu_pipeline, to_relax_cpu
+from .fusion_control import limit_fusion, record_kernels
 from .lower import to_relax
-from .targets import resolve
-
-
-@dataclass
-class CompiledGraph:
-    """A graph compiled by TVM: call it with NumPy arrays, get a list of NumPy arrays.
-    The VM is created on first call, so graphs built for other machines (aarch64, CUDA
-    here) can still be inspected and exported.
-
-    Calls may come from several threads at once: a Relax VM keeps its registers and
-    output storage between calls, so each thread gets its own VM and staging buffers
-    (the executable and its kernels are shared)."""
-
-    graph: Graph
-    target: Any
-    executable: Any
-    build_seconds: float
-    rules: list[str] = field(default_factory=list)   # CPU rule kernels used (llvm only)
-    pipeline: str = "default"                         # "cpu-rules", "default", "fused", "plain"
-    kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
-
-    def __post_init__(self):
-        kind = self.target.kind.name
-        self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
-        self._per_thread = threading.local()
-
-    @property
-    def _main(self):
-        """This thread's VM entry function (created on the thread's first call)."""
-        state = self._per_thread
-        main = getattr(state, "main", None)
-        if main is None:
-            state.vm = relax().VirtualMachine(self.executable, self._device)
-            state.main = main = state.vm["main"]
-            state.staging = {}
-        return main
-
-    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        main = self._main
-        if self.target.kind.name != "llvm":
-            t = tvm()
-            args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
-            return [r.numpy() for r in main(*args)]
-        result = main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
-        # Copy out through DLPack (a VM may reuse its output storage on the next call).
-        return [np.from_dlpack(r).copy() for r in result]
-
-    def _host_tensor(self, slot: int, array: np.ndarray):
-        """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
-        zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
-        aligned staging buffer of this thread."""
-        array = np.asarray(array)
-        if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
-            return tvm().runtime.tensor(array, self._device)
-        if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
-            staging = self._per_thread.staging
-            buf = staging.get(slot)
-            if buf is None or buf.shape != array.shape or buf.dtype != array.dtype:
-                buf = _aligned_empty(array.shape, array.dtype)
-                staging[slot] = buf
-            np.copyto(buf, array)
-            array = buf
-        return tvm().runtime.from_dlpack(array)
-
-
-@dataclass
-class InterpretedGraph:
-    """A graph with 0-size values or ops without a Relax lowering, run by megtrace's NumPy
-    interpreter: TVM cannot hold 0-size values (0-size constants do not load back from an
-    executable, DLPack refuses 0-size NumPy buffers, Relax reshape reads a 0 in a target
-    shape as "keep that axis"), and Relax has no matrix inverse or SVD."""
-
-    graph: Graph
-    target: Any
-    executable: Any = None
-    build_seconds: float = 0.0
-    rules: list[str] = field(default_factory=list)
-    pipeline: str = "numpy-interpreter"
-    kernels: list[str] = field(default_factory=list)
-
-    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        from megtrace.interpreter import run
-        return [np.asarray(v) for v in run(self.graph, *arrays)]
+from .targets import resolve, uses_cpu_rules
+from .tuning import compile_tuned
 
 
 def has_empty_values(graph: Graph) -> bool:
@@ -111,14 +31,6 @@ def has_unlowered_ops(graph: Graph) -> bool:
     """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
     such graphs run on the NumPy interpreter, like graphs with 0-size values."""
     return any(n.op.interpreted for n in graph.nodes)
-
-
-def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dtype.itemsize + align, np.uint8)
-    start = -raw.ctypes.data % align
-    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -159,7 +71,6 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     if options.opt_level < 2:
         return _build_plain(graph, tgt, options)
     if options.opt_level == 3 and options.tuning_dir is not None and tgt.kind.name == "llvm":
-        from .tuning import compile_tuned
         return compile_tuned(graph, tgt, options.tuning_dir)
     if uses_cpu_rules(tgt, rules):
         try:
@@ -182,7 +93,6 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
 def _build_plain(graph: Graph, tgt: Any, options: BuildOptions) -> CompiledGraph:
     """opt_level 0/1 (and fusion limits without rules): TVM's CPU passes, chosen by level."""
     from tvm.relax.backend.cpu_generic import pipeline as cpu
-    from .fusion_control import limit_fusion, record_kernels
     t, rx = tvm(), relax()
     kernels: list[str] = []
     if options.opt_level == 0:
@@ -206,17 +116,8 @@ def _build_plain(graph: Graph, tgt: Any, options: BuildOptions) -> CompiledGraph
                          "plain" if options.opt_level == 0 else "fused", kernels)
 
 
-def uses_cpu_rules(target: Any, rules: bool | None = None) -> bool:
-    """Whether compile_graph takes the CPU rules for this (resolved) target: llvm only,
-    unless `rules` is False or MEGTRACE_CPU_RULES is 0/false/off."""
-    if rules is None:
-        rules = os.environ.get("MEGTRACE_CPU_RULES", "1").lower() not in ("0", "false", "off")
-    return bool(rules) and target.kind.name == "llvm"
-
-
 def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions | None = None
                       ) -> CompiledGraph:
-    from .cpu import cpu_pipeline, to_relax_cpu
     options = options or BuildOptions()
     start = time.perf_counter()
     mod, used = to_relax_cpu(graph)

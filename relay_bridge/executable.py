@@ -17,8 +17,9 @@ from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
+from .cpu import cpu_pipeline
 from .pipelines import lower_graph, tuned_pipeline
-from .targets import resolve
+from .targets import resolve, uses_cpu_rules
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,6 @@ def is_host(target: Any) -> bool:
 
 def rules_wanted(target: Any, rules: bool | None) -> bool:
     """compile_graph's own choice (llvm, unless rules=False or MEGTRACE_CPU_RULES=0)."""
-    from .build import uses_cpu_rules
     return uses_cpu_rules(target, rules)
 
 
@@ -54,7 +54,6 @@ def build_executable(graph: Graph, target: Any = None, *, rules: bool | None = N
     start = time.perf_counter()
     if rules_wanted(tgt, rules):
         try:
-            from .cpu import cpu_pipeline
             mod, used = lower_graph(graph, tgt, "rules")
             ex = relax_build(tgt, mod, cpu_pipeline(tgt))
             return Built(ex, tgt, "cpu-rules", time.perf_counter() - start, used)

@@ -17,11 +17,14 @@ from typing import Any
 from megtrace import atomic_io
 
 from ._tvm import tvm
+from .compiled import CompiledGraph
+from .cross import linker_for
 from .deploy import (FORMAT, FORMAT_VERSION, DeployedModel, library_digest, load,
                      manifest_path)
 from .executable import Built, build_executable
 from .source import graph_of
 from .targets import resolve
+from .tuning import tuned_executable
 
 
 @dataclass
@@ -67,7 +70,6 @@ def export(model: Any, path: str | os.PathLike, target: Any = None, *,
     start = time.perf_counter()
     built = _build(model, graph, target if target is not None else own_target, tuning_dir,
                    num_threads)
-    from .cross import linker_for
     fcompile = linker_for(built.target, path)
     # The library is written beside its final name and renamed into place, then the
     # manifest (which records the library's size and hash, so a library and manifest of
@@ -92,9 +94,7 @@ def load_exported(path: str | os.PathLike) -> DeployedModel:
 
 def _build(model: Any, graph: Any, target: Any, tuning_dir: Any,
            num_threads: int | None) -> Built:
-    from .build import CompiledGraph
     if tuning_dir is not None:
-        from .tuning import tuned_executable
         return tuned_executable(graph, target, tuning_dir, num_threads=num_threads)
     tgt = resolve(target)
     if isinstance(model, CompiledGraph) and str(model.target) == str(tgt):
