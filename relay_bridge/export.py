@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from megtrace import atomic_io
+from megtrace.version import __version__
 
 from ._tvm import tvm
 from .compiled import CompiledGraph
@@ -124,8 +125,6 @@ def _names(what: str, given: Any, default: list[str]) -> list[str]:
 
 def _manifest(graph: Any, built: Built, library: str, threads: int, in_names: list[str],
               out_names: list[str]) -> dict[str, Any]:
-    import megtrace
-
     def io(vars_, names):
         return [{"name": n, "shape": list(v.type.shape), "dtype": v.type.dtype}
                 for v, n in zip(vars_, names)]
@@ -137,7 +136,7 @@ def _manifest(graph: Any, built: Built, library: str, threads: int, in_names: li
         "outputs": io(graph.outputs, out_names),
         "target": target, "device": "cpu" if kind == "llvm" else kind,
         "num_threads": threads, "pipeline": built.pipeline, "rules": built.rules,
-        "megtrace_version": megtrace.__version__, "tvm_version": tvm().__version__,
+        "megtrace_version": __version__, "tvm_version": tvm().__version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 

@@ -259,6 +259,7 @@ class trace:
         if entry.compiled is None:
             with self._build_lock:
                 if entry.compiled is None:
+                    # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
                     from megtrace.relay_bridge import compile_graph
                     graph = entry.exec_graph()
                     target = self._target if self._target is not None else entry.target
@@ -269,6 +270,7 @@ class trace:
             return {}
         arrays = [feeds[v] for v in graph.inputs]
         if self._profiling:
+            # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
             from megtrace.relay_bridge.profile import profile_run
             values, self._profile = profile_run(compiled, arrays)
         else:
@@ -282,6 +284,7 @@ class trace:
         """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):
         a negative level builds like its absolute value and checks the first compiled
         run against the NumPy interpreter, as MegEngine checks its optimized graph."""
+        # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
         from megtrace.relay_bridge.build import BuildOptions
         level = abs(self._opt_level)
         cfg = self._graph_opt_config or GraphOptimizationConfig()
@@ -298,6 +301,7 @@ class trace:
         if not self._profiling:
             raise TraceError("trace: get_profile() needs trace(..., profiling=True)")
         if self._profile is None:
+            # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
             from megtrace.relay_bridge.profile import empty_profile
             return empty_profile()
         return self._profile
