@@ -13,7 +13,7 @@ from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
 from .compiled import CompiledGraph, InterpretedGraph
-from .cpu import cpu_pipeline, to_relax_cpu
+from . import cpu as cpu_rules
 from .fusion_control import limit_fusion, record_kernels
 from .lower import to_relax
 from .targets import resolve, uses_cpu_rules
@@ -120,10 +120,11 @@ def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions | None = Non
                       ) -> CompiledGraph:
     options = options or BuildOptions()
     start = time.perf_counter()
-    mod, used = to_relax_cpu(graph)
+    mod, used = cpu_rules.to_relax_cpu(graph)
     kernels: list[str] = []
-    ex = _build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
-                                       fuse_reduce=options.fuse_reduce, kernels=kernels))
+    pipeline = cpu_rules.cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
+                                      fuse_reduce=options.fuse_reduce, kernels=kernels)
+    ex = _build(tgt, mod, pipeline)
     return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, used, "cpu-rules",
                          kernels)
 

@@ -17,7 +17,7 @@ from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
-from .cpu import cpu_pipeline
+from . import cpu as cpu_rules
 from .pipelines import lower_graph, tuned_pipeline
 from .targets import resolve, uses_cpu_rules
 
@@ -55,7 +55,7 @@ def build_executable(graph: Graph, target: Any = None, *, rules: bool | None = N
     if rules_wanted(tgt, rules):
         try:
             mod, used = lower_graph(graph, tgt, "rules")
-            ex = relax_build(tgt, mod, cpu_pipeline(tgt))
+            ex = relax_build(tgt, mod, cpu_rules.cpu_pipeline(tgt))
             return Built(ex, tgt, "cpu-rules", time.perf_counter() - start, used)
         except Exception as e:        # same policy as compile_graph: fall back
             if isinstance(e, MegtraceError) and not isinstance(e, CompileError):
