@@ -73,6 +73,15 @@ def trace_input(t: "Tensor") -> "Tensor":
     return t
 
 
+def note_undumpable(reason: str) -> None:
+    """Tell the active trace that its graph does something a dumped graph cannot (e.g.
+    BatchNorm in training mode updating its running statistics): `dump` then refuses
+    with `reason`. Outside a trace it does nothing."""
+    hook = getattr(active_recorder(), "undumpable", None)
+    if hook is not None and reason not in hook:
+        hook.append(reason)
+
+
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
     op = get(op) if isinstance(op, str) else op

@@ -2,8 +2,7 @@
 
 Named after Relay; TVM 0.27 has no Relay, so it speaks Relax.
 """
-from .build import compile_graph, run_graph
-from .compiled import CompiledGraph
+from .build import CompiledGraph, compile_graph, run_graph
 from .lower import to_relax
 from .targets import PRESETS, host_target, resolve
 

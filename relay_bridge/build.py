@@ -1,23 +1,104 @@
 """Build a Relax module for a target and run it with the Relax VM."""
 from __future__ import annotations
 
-import logging
-import time
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
-from .compiled import CompiledGraph, InterpretedGraph
-from . import cpu as cpu_rules
-from .fusion_control import limit_fusion, record_kernels
-from .lower import to_relax
-from .targets import resolve, uses_cpu_rules
-from .tuning import compile_tuned
+from .compile_cache import cached_build
+from .executable import BuildOptions, Built, build_executable, uses_cpu_rules
+from .targets import resolve
+
+__all__ = ["BuildOptions", "CompiledGraph", "InterpretedGraph", "compile_graph", "run_graph",
+           "uses_cpu_rules"]
+
+
+@dataclass
+class CompiledGraph:
+    """A graph compiled by TVM: call it with NumPy arrays, get a list of NumPy arrays.
+    The VM is created on first call, so graphs built for other machines (aarch64, CUDA
+    here) can still be inspected and exported.
+
+    Calls may come from several threads at once: a Relax VM keeps its registers and
+    output storage between calls, so each thread gets its own VM and staging buffers
+    (the executable and its kernels are shared)."""
+
+    graph: Graph
+    target: Any
+    executable: Any
+    build_seconds: float
+    rules: list[str] = field(default_factory=list)   # CPU rule kernels used (llvm only)
+    pipeline: str = "default"                         # "cpu-rules", "default", "fused", "plain"
+    kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
+    cached: bool = False       # loaded from the compile cache: a library, not re-exportable
+
+    def __post_init__(self):
+        kind = self.target.kind.name
+        self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
+        self._per_thread = threading.local()
+
+    @property
+    def _main(self):
+        """This thread's VM entry function (created on the thread's first call)."""
+        state = self._per_thread
+        main = getattr(state, "main", None)
+        if main is None:
+            state.vm = relax().VirtualMachine(self.executable, self._device)
+            state.main = main = state.vm["main"]
+            state.staging = {}
+        return main
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        main = self._main
+        if self.target.kind.name != "llvm":
+            t = tvm()
+            args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
+            return [r.numpy() for r in main(*args)]
+        result = main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
+        # Copy out through DLPack (a VM may reuse its output storage on the next call).
+        return [np.from_dlpack(r).copy() for r in result]
+
+    def _host_tensor(self, slot: int, array: np.ndarray):
+        """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
+        zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
+        aligned staging buffer of this thread."""
+        array = np.asarray(array)
+        if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
+            return tvm().runtime.tensor(array, self._device)
+        if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
+            staging = self._per_thread.staging
+            buf = staging.get(slot)
+            if buf is None or buf.shape != array.shape or buf.dtype != array.dtype:
+                buf = _aligned_empty(array.shape, array.dtype)
+                staging[slot] = buf
+            np.copyto(buf, array)
+            array = buf
+        return tvm().runtime.from_dlpack(array)
+
+
+@dataclass
+class InterpretedGraph:
+    """A graph with 0-size values or ops without a Relax lowering, run by megtrace's NumPy
+    interpreter: TVM cannot hold 0-size values (0-size constants do not load back from an
+    executable, DLPack refuses 0-size NumPy buffers, Relax reshape reads a 0 in a target
+    shape as "keep that axis"), and Relax has no matrix inverse or SVD."""
+
+    graph: Graph
+    target: Any
+    executable: Any = None
+    build_seconds: float = 0.0
+    rules: list[str] = field(default_factory=list)
+    pipeline: str = "numpy-interpreter"
+    kernels: list[str] = field(default_factory=list)
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        from megtrace.interpreter import run
+        return [np.asarray(v) for v in run(self.graph, *arrays)]
 
 
 def has_empty_values(graph: Graph) -> bool:
@@ -33,109 +114,37 @@ def has_unlowered_ops(graph: Graph) -> bool:
     return any(n.op.interpreted for n in graph.nodes)
 
 
-@dataclass(frozen=True)
-class BuildOptions:
-    """How much a build may rewrite (trace's opt_level and graph_opt_config):
-
-    - opt_level 0: legalize only, one unscheduled kernel per op;
-    - 1: + constant folding and TVM's operator fusion;
-    - 2 (default): + megtrace's CPU rules on llvm targets (blocked layouts, hand schedules,
-      threads and vectors for every kernel);
-    - 3: 2 + MetaSchedule records from `tuning_dir` when given.
-    fuse_transpose / fuse_reduce: whether transposes and reductions may join fused kernels.
-    """
-
-    opt_level: int = 2
-    fuse_transpose: bool = True
-    fuse_reduce: bool = True
-    tuning_dir: str | None = None
+def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
 def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None,
-                  options: BuildOptions | None = None) -> CompiledGraph:
-    """Lower `graph` to Relax and build it.
-
-    On llvm targets the CPU rules (megtrace.relay_bridge.cpu: blocked-layout conv, packed dense,
-    threads and vectors everywhere) are used unless `rules=False`, the environment has
-    MEGTRACE_CPU_RULES=0 or `options.opt_level` < 2; other targets use TVM's default
-    pipeline for their kind. If a build with the rules fails, the graph is built again on
-    the default path.
-    """
+                  options: BuildOptions | None = None, cache: bool = True) -> CompiledGraph:
+    """Lower `graph` to Relax and build it as `build_executable` decides (opt_level 2 by
+    default: the CPU rules on llvm targets unless `rules=False` or MEGTRACE_CPU_RULES=0,
+    TVM's default pipeline elsewhere or when the rules fail). Graphs with 0-size values
+    or ops Relax cannot express run on the NumPy interpreter. For this machine's CPU the
+    build goes through the persistent compile cache (compile_cache.py) unless `cache`
+    is False or MEGTRACE_COMPILE_CACHE=0."""
     tgt = resolve(target)
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
-    options = options or BuildOptions()
     if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)
-    if not 0 <= options.opt_level <= 3:
-        raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")
-    if options.opt_level < 2:
-        return _build_plain(graph, tgt, options)
-    if options.opt_level == 3 and options.tuning_dir is not None and tgt.kind.name == "llvm":
-        return compile_tuned(graph, tgt, options.tuning_dir)
-    if uses_cpu_rules(tgt, rules):
-        try:
-            return _build_with_rules(graph, tgt, options)
-        except Exception as e:   # a bug in a rule must not stop a graph TVM can build
-            if isinstance(e, MegtraceError) and not isinstance(e, CompileError):
-                raise            # the graph's own error (unsupported op, bad lowering)
-            first = (str(e).strip().splitlines() or [""])[0]
-            logging.getLogger(__name__).warning(
-                "CPU rules failed to build the graph (%s: %s); using the default path",
-                type(e).__name__, first)
-    if tgt.kind.name == "llvm" and not (options.fuse_transpose and options.fuse_reduce):
-        return _build_plain(graph, tgt, options)
-    start = time.perf_counter()
-    mod = to_relax(graph)
-    ex = _build(tgt, mod, relax().get_default_pipeline(tgt))
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start)
-
-
-def _build_plain(graph: Graph, tgt: Any, options: BuildOptions) -> CompiledGraph:
-    """opt_level 0/1 (and fusion limits without rules): TVM's CPU passes, chosen by level."""
-    from tvm.relax.backend.cpu_generic import pipeline as cpu
-    t, rx = tvm(), relax()
-    kernels: list[str] = []
-    if options.opt_level == 0:
-        middle = [rx.transform.LegalizeOps(), record_kernels(kernels)]
-    else:
-        middle = [rx.transform.LegalizeOps(), rx.transform.AnnotateTIROpPattern(),
-                  limit_fusion(options.fuse_transpose, options.fuse_reduce),
-                  rx.transform.FoldConstant(), rx.transform.FuseOps(), rx.transform.FuseTIR(),
-                  record_kernels(kernels)]
-
-    @t.transform.module_pass(opt_level=0, name="MegtraceLeveledPipeline")
-    def pipeline(mod, _ctx):
-        with tgt:
-            return t.transform.Sequential(cpu.library_dispatch_passes(tgt) + middle
-                                          + cpu.dataflow_lower_passes(tgt)
-                                          + cpu.finalize_passes(tgt))(mod)
-
-    start = time.perf_counter()
-    ex = _build(tgt, to_relax(graph), pipeline)
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, [],
-                         "plain" if options.opt_level == 0 else "fused", kernels)
-
-
-def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions | None = None
-                      ) -> CompiledGraph:
     options = options or BuildOptions()
-    start = time.perf_counter()
-    mod, used = cpu_rules.to_relax_cpu(graph)
-    kernels: list[str] = []
-    pipeline = cpu_rules.cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
-                                      fuse_reduce=options.fuse_reduce, kernels=kernels)
-    ex = _build(tgt, mod, pipeline)
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, used, "cpu-rules",
-                         kernels)
 
-
-def _build(tgt: Any, mod: Any, pipeline: Any) -> Any:
-    rx = relax()
-    try:
-        with tgt, tvm().transform.PassContext(opt_level=3):
-            return rx.build(mod, target=tgt, relax_pipeline=pipeline)
-    except Exception as e:
-        raise CompileError(f"TVM failed to build the graph for {tgt}: {e}") from e
+    def build() -> Built:
+        return build_executable(graph, tgt, rules=rules, options=options)
+    if cache:
+        built = cached_build(graph, tgt, rules, options, build)
+    else:
+        built = build()
+    return CompiledGraph(graph, built.target, built.executable, built.seconds,
+                         list(built.rules), built.pipeline, list(built.kernels),
+                         cached=built.cached)
 
 
 def run_graph(graph: Graph, inputs: Sequence[np.ndarray], target: Any = None) -> list[np.ndarray]:

@@ -18,14 +18,12 @@ from megtrace import atomic_io
 from megtrace.version import __version__
 
 from ._tvm import tvm
-from .compiled import CompiledGraph
 from .cross import linker_for
 from .deploy import (FORMAT, FORMAT_VERSION, DeployedModel, library_digest, load,
                      manifest_path)
 from .executable import Built, build_executable
-from .source import graph_of
+from .source import graph_of, options_of
 from .targets import resolve
-from .tuning import tuned_executable
 
 
 @dataclass
@@ -95,13 +93,17 @@ def load_exported(path: str | os.PathLike) -> DeployedModel:
 
 def _build(model: Any, graph: Any, target: Any, tuning_dir: Any,
            num_threads: int | None) -> Built:
+    # lazy: build imports compile_cache, which imports this module (a cycle left to fix)
+    from .build import CompiledGraph
     if tuning_dir is not None:
+        from .tuning import tuned_executable
         return tuned_executable(graph, target, tuning_dir, num_threads=num_threads)
     tgt = resolve(target)
-    if isinstance(model, CompiledGraph) and str(model.target) == str(tgt):
+    if isinstance(model, CompiledGraph) and str(model.target) == str(tgt) and \
+            not model.cached:
         return Built(model.executable, tgt, model.pipeline, model.build_seconds,
                      list(model.rules))
-    return build_executable(graph, tgt)
+    return build_executable(graph, tgt, options=options_of(model))
 
 
 def _threads_of(target: Any) -> int:

@@ -11,11 +11,12 @@ from typing import Any
 from megtrace.errors import TraceError
 from megtrace.ir import Graph
 
-from .compiled import CompiledGraph
-
 
 def graph_of(model: Any, arg: str = "model") -> tuple[Graph, Any]:
     """(graph, the model's own target or None) of `model`."""
+    # lazy: build imports compile_cache -> export -> this module (a cycle left to fix)
+    from .build import CompiledGraph
+
     if isinstance(model, Graph):
         graph, target = model, None
     elif isinstance(model, CompiledGraph):
@@ -36,6 +37,14 @@ def graph_of(model: Any, arg: str = "model") -> tuple[Graph, Any]:
     if not graph.outputs:
         raise ValueError(f"{arg}: the graph has no outputs, so there is nothing to build")
     return graph, target
+
+
+def options_of(model: Any) -> Any:
+    """The BuildOptions `model` was compiled with: a traced function's opt_level and
+    graph_opt_config (its public `build_options`); None (the default build) for
+    anything else."""
+    return model.build_options if isinstance(getattr(type(model), "build_options", None),
+                                             property) else None
 
 
 def _carries_graph(model: Any) -> bool:

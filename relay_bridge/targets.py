@@ -63,11 +63,3 @@ def resolve(target: Any = None):
     if spec.get("kind") == "cuda":
         return t.target.Target(spec, host=host_target())
     return t.target.Target(spec)
-
-
-def uses_cpu_rules(target: Any, rules: bool | None = None) -> bool:
-    """Whether compile_graph takes the CPU rules for this (resolved) target: llvm only,
-    unless `rules` is False or MEGTRACE_CPU_RULES is 0/false/off."""
-    if rules is None:
-        rules = os.environ.get("MEGTRACE_CPU_RULES", "1").lower() not in ("0", "false", "off")
-    return bool(rules) and target.kind.name == "llvm"

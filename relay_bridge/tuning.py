@@ -20,12 +20,11 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._tvm import tvm
-from .compiled import CompiledGraph
 from .executable import Built, build_executable, build_tuned_executable, is_host, rules_wanted
 from .ms_env import (RemoteDevice, fast_builder, light_intrinsics, make_runner,
                      quiet_console, thread_env)
@@ -36,6 +35,9 @@ from .tuning_gate import GateResult, gate
 from .tuning_progress import Progress, TaskStats, make_callback, make_display
 from .tuning_deps import require_tuning_packages
 from .tuning_store import Store, workload_key
+
+if TYPE_CHECKING:
+    from .build import CompiledGraph
 
 BASES = ("auto", "rules", "default")
 
@@ -361,9 +363,11 @@ def tuned_executable(graph: Any, target: Any, work_dir: str | os.PathLike, *,
 
 
 def compile_tuned(graph: Any, target: Any = None, work_dir: str | os.PathLike | None = None,
-                  *, num_threads: int | None = None) -> CompiledGraph:
+                  *, num_threads: int | None = None) -> "CompiledGraph":
     """A CompiledGraph built with the tuning records in `work_dir` (records absent from
     it, and kernels whose record lost the re-measurement, use the untuned schedule)."""
+    # lazy: build imports tuning (compile_graph with a tuning_dir); a cycle left to fix
+    from .build import CompiledGraph
     if work_dir is None:
         raise ValueError("work_dir: the folder `tune` wrote its records to is required")
     graph, own_target = graph_of(graph, "graph")

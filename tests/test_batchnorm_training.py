@@ -76,3 +76,49 @@ def test_sync_batch_norm_errors():
         F.sync_batch_norm(x, None, None, training=True, eps_mode="max")
     with pytest.raises(ValueError, match=r"expected 2D, 3D or 4D input \(got 5D input\)"):
         M.SyncBatchNorm(3)(mge.tensor(np.ones((1, 3, 1, 1, 1), np.float32)))
+
+
+def test_frozen_batchnorm_gives_weight_and_bias_no_gradient():
+    """freeze=True normalizes with the running statistics and detaches weight and bias
+    (MegEngine): a GradManager step leaves them as they were, the input still gets its
+    gradient, scale / sqrt(running_var + eps)."""
+    from megtrace.autodiff import GradManager
+    bn = M.BatchNorm2d(3, freeze=True)
+    bn.train()
+    bn.running_var[...] = np.full((1, 3, 1, 1), 4.0, np.float32)
+    x = mge.tensor(np.random.RandomState(0).rand(2, 3, 2, 2).astype("float32"))
+    gm = GradManager().attach([*bn.parameters(), x])
+    with gm:
+        gm.backward(bn(x).sum())
+    assert bn.weight.grad is None and bn.bias.grad is None
+    np.testing.assert_allclose(x.grad.numpy(), np.full(x.shape, 1 / np.sqrt(4.0 + 1e-5)),
+                               rtol=1e-6)
+
+
+def test_dump_refuses_batchnorm_in_training_mode(tmp_path):
+    """A dumped graph cannot update running statistics: MegEngine's dump fails with a
+    GraphError (a RuntimeError); megtrace refuses the same way and writes nothing. The
+    same module in eval mode dumps."""
+    from megtrace.jit import trace
+    bn = M.BatchNorm2d(4)
+    data = mge.tensor(np.random.RandomState(1).rand(2, 4, 3, 3).astype("float32"))
+
+    @trace(symbolic=True, capture_as_const=True)
+    def step(x):
+        return bn(x).sum()
+
+    bn.train()
+    step(data)
+    with pytest.raises(RuntimeError, match="training mode BatchNorm"):
+        step.dump(str(tmp_path / "train.mge"))
+    assert not (tmp_path / "train.mge").exists()
+
+    bn.eval()
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(x):
+        return bn(x).sum()
+
+    infer(data)
+    infer.dump(str(tmp_path / "eval.mge"))
+    assert (tmp_path / "eval.mge").stat().st_size > 0

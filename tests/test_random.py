@@ -170,3 +170,8 @@ def test_rng_results_live_on_its_device():
         a, b = draw(on1), draw(on2)
         assert a.device == "xpu0" and b.device == "xpu1"
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_permutation_of_a_scalar_tensor_is_one_element():
+    out = R.permutation(mge.tensor(7))
+    assert out.shape == (1,) and out.numpy().tolist() == [7]

@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..dispatch import apply
+from ..dispatch import apply, note_undumpable
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .elemwise import add, mul, sqrt, sub
@@ -20,6 +20,13 @@ from .reduction import mean as _mean
 from .tensor_ops import reshape
 
 __all__ = ["batch_norm", "sync_batch_norm"]
+
+# MegEngine's GraphError (a RuntimeError) when such a graph is dumped, then why
+_TRAINING_BN = ("mean and variance in training mode BatchNorm must be SharedDeviceTensor or "
+                "VolatileSharedDeviceTensor; got ImmutableTensor actually\n(the traced "
+                "function ran BatchNorm in training mode, which updates its running "
+                "statistics; a dumped graph cannot: call module.eval() before tracing a "
+                "function to dump)")
 
 
 def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
@@ -85,6 +92,7 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
         new_var = add(mul(old, momentum), mul(unbiased, 1 - momentum))
     if not inplace:
         return y, new_mean, new_var
+    note_undumpable(_TRAINING_BN)
     for target, new in ((running_mean, new_mean), (running_var, new_var)):
         if target is not None:
             target._set_value(new.numpy().reshape(target.shape))
@@ -122,6 +130,7 @@ def sync_batch_norm(inp: Tensor, running_mean: Tensor, running_var: Tensor,
     scale = mul(w, maximum(var, float(eps)) ** -0.5)
     y = add(mul(inp, scale), sub(b, mul(mean, scale)))
     if training and running_mean is not None and running_var is not None:
+        note_undumpable(_TRAINING_BN)
         n = inp.size // c
         unbiased = mul(var, n / (n - 1) if n > 1 else float("inf"))
         for target, new in ((running_mean, mean), (running_var, unbiased)):

@@ -67,6 +67,7 @@ class TraceEntry:
     shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
     shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
     assigned: list = field(default_factory=list)   # Vars the function assigned to outside tensors
+    undumpable: list = field(default_factory=list)  # reasons dump() refuses (note_undumpable)
     # (ops recorded before, user file:line) where Python read a traced value (jit/hints.py)
     value_reads: list[tuple[int, str]] = field(default_factory=list)
     dims: dict = field(default_factory=dict)       # Var -> its SymShape, shared by replays

@@ -46,6 +46,7 @@ class TraceRecorder:
         self._scopes: list[str] = []
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
         self.assigned: dict[int, Tensor] = {}    # outside tensors given a traced value
+        self.undumpable: list[str] = []          # why `dump` must refuse (note_undumpable)
         self._fed_created: set[int] = set()      # created inside, fed anew on every call
 
     def _traced(self, var: Var) -> Tensor:
@@ -149,14 +150,21 @@ class TraceRecorder:
         if shape is not None and any(self._ours(d) for d in shape):
             node_inputs.append(self._shape_value(shape))
         params = plain(params)
-        outs = self.graph.add_node(op, node_inputs, params, hint)
+        values = out_types = None
+        if op.value_shaped:     # its shapes depend on the values: compute them now
+            values = op.run_eager([self._value_of(v) for v in node_inputs],
+                                  dict(op.bind(params)))
+            out_types = [TensorType.of(np.asarray(v)) for v in values]
+        outs = self.graph.add_node(op, node_inputs, params, hint, out_types=out_types)
         consts = self.graph.consts
         if any(v in self._shape_derived for v in in_vars) and \
                 all(v in self._shape_derived or v in consts for v in in_vars):
             self._shape_derived.update(outs)     # x_shape[:-1], concat([x_shape, ...])
         self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location(),
                                   params))
-        if not self.symbolic and not all(v in consts for v in outs):
+        if values is not None:
+            self._values.update((v, a) for v, a in zip(outs, values) if v not in consts)
+        elif not self.symbolic and not all(v in consts for v in outs):
             values = op.run_eager([self._value_of(v) for v in node_inputs],
                                   dict(op.bind(params)))
             self._values.update(zip(outs, values))

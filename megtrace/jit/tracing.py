@@ -22,7 +22,7 @@ from ..tensor import Tensor
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
 from .entry import TraceEntry, materialize
-from .outputs import flatten_outputs, rebuild_outputs
+from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
 from .replay import Replayer
 
@@ -197,7 +197,7 @@ class trace:
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rec):
-            result = self.__wrapped__(*args, **kwargs)
+            result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
         leaves, tree = flatten_outputs(result)
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
@@ -206,6 +206,7 @@ class trace:
                            arg_vars, rec.externals,
                            out_vars, tree, rec.value_required,
                            assigned=[var for _, var in assignments],
+                           undumpable=rec.undumpable,
                            value_reads=rec.value_reads)
         unknown = [v for v in entry.externals if entry.sources[v].kind in ("external", "fed")]
         if self._without_host and unknown:
@@ -249,7 +250,7 @@ class trace:
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rep):
-            result = self.__wrapped__(*args, **kwargs)
+            result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
         leaves, tree = flatten_outputs(result)
         values = rep.finish(leaves)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
@@ -279,6 +280,12 @@ class trace:
             _check_against_interpreter(graph, arrays, values)
             self._checked = True
         return dict(zip(entry.exec_outputs, values))
+
+    @property
+    def build_options(self):
+        """How compile_graph, export and tune build this trace (a relay_bridge
+        BuildOptions from opt_level, graph_opt_config and tuning_dir)."""
+        return self._build_options()
 
     def _build_options(self):
         """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):

@@ -12,14 +12,16 @@ from .layers import AvgPool2d, Linear, LinearRelu, MaxPool2d, ReLU, Sequential
 from .module import Module
 from .normalization import GroupNorm, InstanceNorm, LayerNorm
 from .quant_dequant import DequantStub, QuantStub
-from .rnn import LSTMCell, RNNCell
+from .multiheadattn import MultiHeadAttention
+from .rnn import LSTM, RNN, LSTMCell, RNNCell
 
 __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvBn2d", "ConvBnRelu2d",
            "ConvRelu2d", "ConvTranspose2d", "ConvTranspose3d", "ConvTransposeBn2d",
            "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d",
            "DequantStub", "Dropout", "Elemwise", "Embedding", "GELU", "GroupNorm",
-           "Identity", "InstanceNorm", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear",
-           "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d", "MaxPool2d",
-           "Module", "PReLU", "QuantStub", "RNNCell", "ReLU", "Sequential", "SiLU",
-           "Sigmoid", "Softmax", "SyncBatchNorm", "init"]
+           "Identity", "InstanceNorm", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU",
+           "Linear", "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d",
+           "MaxPool2d", "Module", "MultiHeadAttention", "PReLU", "QuantStub", "RNN",
+           "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "SyncBatchNorm",
+           "init"]

@@ -52,13 +52,16 @@ class _BatchNorm(Module):
         if not self._track_running_stats_saved and self.track_running_stats:
             raise AssertionError("track_running_stats can not be initilized to False and "
                                  "changed to True later")
-        if self.freeze:       # frozen: an affine map from the running statistics
+        if self.freeze:       # frozen: an affine map from the running statistics, and
+            # no gradient reaches weight and bias (MegEngine detaches them)
+            weight = None if self.weight is None else self.weight.detach()
+            bias = None if self.bias is None else self.bias.detach()
             scale = (self.running_var + self.eps) ** (-0.5)
-            if self.weight is not None:
-                scale = scale * self.weight
+            if weight is not None:
+                scale = scale * weight
             shift = -self.running_mean * scale
-            if self.bias is not None:
-                shift = shift + self.bias
+            if bias is not None:
+                shift = shift + bias
             return inp * _to_ndim(scale, inp.ndim) + _to_ndim(shift, inp.ndim)
         momentum = self.momentum if self.training and self.track_running_stats else 0.0
         tracked = self.track_running_stats

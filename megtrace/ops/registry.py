@@ -120,12 +120,21 @@ class OpDef:
     # no Relax form exists (matinv, svd): compiled graphs holding it run on the NumPy
     # interpreter instead of failing
     interpreted: bool = False
+    # the output shapes depend on the input values (cond_take): `infer` gives the
+    # largest possible shapes, a trace records the shapes the values had (see
+    # TraceRecorder.record); always `interpreted` too, as compiled graphs are static
+    value_shaped: bool = False
     # how the reader builds the op back from oprs its composite writer emits that the
     # generic 1:1 decode of `mge` cannot read: opr type -> rule(graph, opr, inputs,
     # input_types) returning one value per opr output (fbs/to_graph.py collects them)
     mge_read: Mapping[str, Callable[..., list]] = field(default_factory=dict)
     # reverse-mode derivative (see the class docstring): a function or NOT_DIFFERENTIABLE
     vjp: Callable[..., tuple] | _NotDifferentiable | None = None
+
+    def __post_init__(self):
+        if self.value_shaped and not self.interpreted:
+            raise ValueError(f"{self.name}: a value_shaped op must be interpreted (compiled "
+                             "graphs have static shapes)")
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)

@@ -127,6 +127,8 @@ class RNG:
 
     def _shuffled(self, inp: Tensor) -> Tensor:
         assert inp.size > 0, "size needs to be greater than 0"
+        if inp.ndim == 0:       # MegEngine's ShuffleRNG sees a scalar as one element
+            inp = inp.reshape((1,))
         return inp[self._order(inp.shape[0])]
 
 
