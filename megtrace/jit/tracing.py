@@ -79,8 +79,9 @@ class trace:
                             ("dtr_config", dtr_config)):
             if value is not None:
                 warnings.warn(f"trace: {name} configures MegEngine's training-memory "
-                              "optimization; megtrace compiles inference graphs with TVM, so it "
-                              "is recorded (trace.{name}) but changes nothing", stacklevel=2)
+                              "optimization; megtrace's compiled graphs keep every value (no "
+                              f"recomputation), so it is recorded (trace.{name}) but changes "
+                              "nothing", stacklevel=2)
         functools.update_wrapper(self, function)
         self.__wrapped__ = function
         self._symbolic = symbolic or record_only
