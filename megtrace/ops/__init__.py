@@ -6,6 +6,7 @@ from . import advanced_indexing  # noqa: F401  (Tensor indexing: core)
 from . import color, detection, onehot, warp, window  # noqa: F401  (image/vision ops: nn)
 from . import shape_exprs  # noqa: F401
 from . import conv  # noqa: F401  (convolution family: module)
+from . import nchwxx  # noqa: F401  (NCHW88/NCHW44 layouts: optimize_for_inference)
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get, register
 
 __all__ = ["MgeChoice", "MgeComposite", "MgeOpr", "OpDef", "all_ops", "get", "register"]
