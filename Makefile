@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine (Python 3.11 as python3):
-#   make demo   - create .venv, install megtrace, run the end-to-end demo
-#   make test   - create .venv, install megtrace + test deps, prepare MegEngine Lite, run pytest
+#   make demo   - create .venv, install megtrace (+ the tune extra), run the end-to-end demo
+#   make test   - create .venv, install megtrace + tune and test deps, prepare MegEngine Lite,
+#                 run pytest
+# Both install the `tune` extra (xgboost, ...) so that the README's snippet, which tunes, runs.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,7 +12,7 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,tune]"
 	touch $@
 
 demo: $(VENV)/.installed

@@ -4,7 +4,7 @@
 `megtrace.jit.trace` compiles traced functions with TVM; `trace.dump` writes MegEngine
 FBS_V2 models and `load_graph` runs them. TVM and flatbuffers load only when needed.
 """
-from . import config, distributed, functional, hub, jit, module, random
+from . import autodiff, config, distributed, functional, hub, jit, module, optimizer, random
 from .device import (coalesce_free_memory, get_allocated_memory, get_cuda_compute_capability,
                      get_cuda_device_property, get_cuda_driver_version, get_cuda_version,
                      get_cudnn_version, get_default_device, get_device_count,
@@ -23,11 +23,11 @@ from .logger import enable_debug_log, get_logger, set_log_file, set_log_level
 from .tensor import Parameter, Tensor, tensor
 from .version import __version__
 
-__all__ = ["config", "CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
+__all__ = ["autodiff", "config", "CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",
            "float16", "float32", "functional", "get_default_device", "is_cuda_available", "set_default_device", "int8", "int16", "int32", "jit", "load",
-           "load_graph", "module", "random", "save", "tensor", "uint8", "export", "load_exported",
+           "load_graph", "module", "optimizer", "random", "save", "tensor", "uint8", "export", "load_exported",
            "tune",
            # megengine/__init__.py's device, logger and subpackage names
            "coalesce_free_memory", "distributed", "enable_debug_log", "get_allocated_memory",

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 
 class Recorder(Protocol):
+    # whether it names values and ops after the module that made them (`scope`)
+    names_values: bool
+
     def record(self, op: OpDef, inputs: tuple["Tensor", ...], params: dict) -> tuple: ...
 
     def materialize_live(self) -> None: ...
@@ -32,6 +35,10 @@ class _RecorderStack(threading.local):
 
 
 _active = _RecorderStack()
+
+# megtrace.autodiff's recorder, set while a gradient tape records: called after every op
+# as tape_hook(op, inputs, params, outputs)
+tape_hook = None
 
 
 def active_recorder() -> Recorder | None:
@@ -55,20 +62,42 @@ class recording:
         return False
 
 
+def trace_input(t: "Tensor") -> "Tensor":
+    """Mark `t`, created inside a traced function, as an input of the traced graph that
+    every call feeds anew, not a constant (MegEngine: a tensor created without is_const
+    is an External var), e.g. an optimizer's learning rate, which a scheduler changes
+    between calls. Outside a trace it does nothing."""
+    hook = getattr(active_recorder(), "created_input", None)
+    if hook is not None:
+        hook(t)
+    return t
+
+
+def note_undumpable(reason: str) -> None:
+    """Tell the active trace that its graph does something a dumped graph cannot (e.g.
+    BatchNorm in training mode updating its running statistics): `dump` then refuses
+    with `reason`. Outside a trace it does nothing."""
+    hook = getattr(active_recorder(), "undumpable", None)
+    if hook is not None and reason not in hook:
+        hook.append(reason)
+
+
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
-    from .tensor import Tensor
-
     op = get(op) if isinstance(op, str) else op
-    rec = active_recorder()
+    stack = _active.stack
+    rec = stack[-1] if stack else None
     if rec is not None:
         outs = rec.record(op, inputs, params)
     else:
+        from .tensor import Tensor
         kwargs = dict(op.bind(params))
         arrays = [t._value for t in inputs]
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
         device = inputs[0]._device if inputs else None     # results live where inputs do
         outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
+    if tape_hook is not None:
+        tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs
 
 

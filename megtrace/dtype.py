@@ -5,6 +5,7 @@ MegEngine computes in float32 and int32 by default; values coming from Python or
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +64,17 @@ def canonical(dtype) -> str:
     return name
 
 
+_NAMES: dict = {}         # memo: NumPy computes dtype.name in Python on every access
+
+
+def name_of(dtype: np.dtype) -> str:
+    """`dtype.name` of a NumPy dtype, memoized (functionals ask on every op)."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = dtype.name
+    return name
+
+
 def _canonical(dtype) -> str:
     try:
         name = np.dtype(dtype).name
@@ -86,10 +98,12 @@ def as_array(value, dtype=None) -> np.ndarray:
     return out if out.flags.c_contiguous else out.copy()
 
 
+@functools.lru_cache(maxsize=256)
 def promote(*dtypes: str) -> str:
     """Result dtype of an elementwise op on tensors (float wins; never float64)."""
     return canonical(np.result_type(*dtypes))
 
 
+@functools.lru_cache(maxsize=64)
 def is_float(dtype: str) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)

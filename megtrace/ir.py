@@ -113,11 +113,14 @@ class Graph:
         return var
 
     def add_node(self, op: "OpDef", inputs: Sequence[Var], params: dict[str, Any] | None = None,
-                 name_hint: str = "") -> tuple[Var, ...]:
-        """Append `op(*inputs, **params)`; fold it if every input is a constant."""
+                 name_hint: str = "", out_types: Sequence[TensorType] | None = None
+                 ) -> tuple[Var, ...]:
+        """Append `op(*inputs, **params)`; fold it if every input is a constant.
+        `out_types` overrides the shape rule (a value_shaped op's recorded shapes)."""
         bound = op.bind(params or {})
         kwargs = dict(bound)
-        out_types = op.infer_types([v.type for v in inputs], kwargs)
+        rule_types = op.infer_types([v.type for v in inputs], kwargs)
+        out_types = tuple(out_types) if out_types is not None else rule_types
         small = sum(t.size for t in out_types) <= FOLD_LIMIT
         if op.fold_from_types or (small and inputs and all(v in self.consts for v in inputs)):
             values = op.run_eager([self._value_for_fold(op, v) for v in inputs], kwargs)
@@ -176,7 +179,9 @@ class Graph:
             ins = [remap.get(v, v) for v in node.inputs]
             outs = rule(node, ins, new, remap)
             if outs is None:
-                outs = new.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint)
+                kept = [v.type for v in node.outputs] if node.op.value_shaped else None
+                outs = new.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint,
+                                    out_types=kept)
             remap.update(zip(node.outputs, outs))
         new.set_outputs([remap.get(v, v) for v in self.outputs], self.output_names)
         return new.prune()
@@ -200,6 +205,9 @@ class Graph:
                 if v not in defined:
                     raise ShapeError(f"verify: {node} uses a value defined later or nowhere")
             expected = node.op.infer_types([v.type for v in node.inputs], node.kwargs)
+            if node.op.value_shaped:      # recorded shapes, within the rule's bounds
+                expected = tuple(v.type if _within(v.type, t) else t
+                                 for v, t in zip(node.outputs, expected))
             if tuple(expected) != tuple(v.type for v in node.outputs):
                 raise ShapeError(f"verify: {node} has types {[str(v.type) for v in node.outputs]}"
                                  f", its rule gives {[str(t) for t in expected]}")
@@ -247,3 +255,9 @@ class Graph:
 
     def _repr_html_(self) -> str | None:
         return None if _view.can_draw(self) else _view.to_html_table(self)
+
+
+def _within(got: TensorType, bound: TensorType) -> bool:
+    """Whether `got` fits the largest shape `bound` a value_shaped op's rule gives."""
+    return got.dtype == bound.dtype and got.ndim == bound.ndim and \
+        all(g <= b for g, b in zip(got.shape, bound.shape))

@@ -178,9 +178,29 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True)
     (megtrace.safe_pickle); `weights_only=False` unpickles anything — only for files you
     trust."""
     if hasattr(f, "read"):
-        return _writable(_unpickler(f, weights_only, map_location).load())
+        return _writable(_load_from(f, weights_only, map_location))
     with open(os.fspath(f), "rb") as fh:
-        return _writable(_unpickler(fh, weights_only, map_location).load())
+        return _writable(_load_from(fh, weights_only, map_location))
+
+
+def _load_from(fh, weights_only: bool, map_location) -> Any:
+    start = fh.tell() if hasattr(fh, "seekable") and fh.seekable() else None
+    try:
+        return _unpickler(fh, weights_only, map_location).load()
+    except pickle.UnpicklingError as e:
+        if start is not None and _is_graph_file(fh, start):
+            raise pickle.UnpicklingError(
+                "this is a MegEngine graph file (.mge), not a pickled checkpoint; use "
+                "megtrace.load_graph") from e
+        raise
+
+
+def _is_graph_file(fh, start: int) -> bool:
+    """A .mge (FBS_V2, FBS or a testcase container) by its first bytes."""
+    # only on the error path: the reader loads flatbuffers, which `import megtrace` avoids
+    from megtrace.fbs.reader import detect_format
+    fh.seek(start)
+    return detect_format(fh.read(16)) != "unknown"
 
 
 def _writable(obj: Any) -> Any:

@@ -28,7 +28,7 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_var", "_owner", "_version", "_device", "_name", "_qparams",
-                 "_format", "__dict__", "__weakref__")
+                 "_format", "_ad", "__dict__", "__weakref__")
     __array_priority__ = 1001  # make `ndarray + Tensor` dispatch to Tensor.__radd__
     grad = None
 
@@ -36,7 +36,7 @@ class Tensor:
                 is_const: bool = False, no_cache: bool = False, name: str | None = None,
                 format: str = "default"):
         self = object.__new__(cls)
-        self._var = self._owner = None
+        self._var = self._owner = self._ad = None
         self._version, self._name, self._qparams = 0, "", None
         self._format = _check_format(format)
         if data is _NO_DATA:
@@ -77,13 +77,13 @@ class Tensor:
             if want.physical_name != other.device.physical_name:
                 raise RuntimeError(f"device mismatch: {want!r} vs {other.device!r}")
         self._value, self._var, self._owner = other._value, other._var, other._owner
-        self._device = other._device
+        self._device, self._ad = other._device, other._ad
 
     @classmethod
     def _wrap(cls, value: np.ndarray | None, var=None, owner=None, device=None) -> "Tensor":
         t = object.__new__(Tensor)
         t._value, t._var, t._owner, t._version = value, var, owner, 0
-        t._name, t._qparams, t._format = "", None, "default"
+        t._name, t._qparams, t._format, t._ad = "", None, "default", None
         t._device = device if device is not None else _device.as_device(None)
         return t
 
@@ -96,12 +96,18 @@ class Tensor:
         return traced_shape(self._var) if traced_shape else self._var.type.shape
 
     @property
+    def _tuple_shape(self) -> tuple[int, ...]:
+        """The shape as a plain tuple even where `shape` may not be one (MegEngine code
+        reads it; in megtrace `shape` always is)."""
+        return tuple(self.shape)
+
+    @property
     def dtype(self) -> np.dtype:
         return np.dtype(self._var.type.dtype if self._var is not None else self._value.dtype)
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self._var.type.shape) if self._var is not None else self._value.ndim
 
     @property
     def size(self) -> int:
@@ -146,7 +152,7 @@ class Tensor:
         return t
 
     def detach(self) -> "Tensor":
-        """A new Tensor with the same value (MegEngine: detached from autodiff)."""
+        """A new Tensor with the same value, which no gradient flows through."""
         t = Tensor._wrap(self._value, self._var, self._owner, self._device)
         return t
 
@@ -246,8 +252,11 @@ class Tensor:
         rec = active_recorder()
         if rec is not None and other._owner is None and hasattr(rec, "rebind"):
             rec.rebind(self, other)
+        elif rec is not None and other._owner is rec and self._owner is not rec and \
+                hasattr(rec, "assign"):
+            rec.assign(self)      # an outside tensor updated by the trace (optimizer step)
         self._value, self._var, self._owner = other._value, other._var, other._owner
-        self._device = other._device
+        self._device, self._ad = other._device, other._ad     # autodiff follows the value
         self._version += 1
 
     def _set_value(self, value: np.ndarray) -> None:

@@ -1,21 +1,21 @@
 """Build a Relax module for a target and run it with the Relax VM."""
 from __future__ import annotations
 
-import logging
-import os
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
-from .lower import to_relax
+from .compile_cache import cached_build
+from .executable import BuildOptions, Built, build_executable, uses_cpu_rules
 from .targets import resolve
+
+__all__ = ["BuildOptions", "CompiledGraph", "InterpretedGraph", "compile_graph", "run_graph",
+           "uses_cpu_rules"]
 
 
 @dataclass
@@ -35,6 +35,7 @@ class CompiledGraph:
     rules: list[str] = field(default_factory=list)   # CPU rule kernels used (llvm only)
     pipeline: str = "default"                         # "cpu-rules", "default", "fused", "plain"
     kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
+    cached: bool = False       # loaded from the compile cache: a library, not re-exportable
 
     def __post_init__(self):
         kind = self.target.kind.name
@@ -121,119 +122,29 @@ def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
     return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
-@dataclass(frozen=True)
-class BuildOptions:
-    """How much a build may rewrite (trace's opt_level and graph_opt_config):
-
-    - opt_level 0: legalize only, one unscheduled kernel per op;
-    - 1: + constant folding and TVM's operator fusion;
-    - 2 (default): + megtrace's CPU rules on llvm targets (blocked layouts, hand schedules,
-      threads and vectors for every kernel);
-    - 3: 2 + MetaSchedule records from `tuning_dir` when given.
-    fuse_transpose / fuse_reduce: whether transposes and reductions may join fused kernels.
-    """
-
-    opt_level: int = 2
-    fuse_transpose: bool = True
-    fuse_reduce: bool = True
-    tuning_dir: str | None = None
-
-
 def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None,
-                  options: BuildOptions | None = None) -> CompiledGraph:
-    """Lower `graph` to Relax and build it.
-
-    On llvm targets the CPU rules (megtrace.relay_bridge.cpu: blocked-layout conv, packed dense,
-    threads and vectors everywhere) are used unless `rules=False`, the environment has
-    MEGTRACE_CPU_RULES=0 or `options.opt_level` < 2; other targets use TVM's default
-    pipeline for their kind. If a build with the rules fails, the graph is built again on
-    the default path.
-    """
+                  options: BuildOptions | None = None, cache: bool = True) -> CompiledGraph:
+    """Lower `graph` to Relax and build it as `build_executable` decides (opt_level 2 by
+    default: the CPU rules on llvm targets unless `rules=False` or MEGTRACE_CPU_RULES=0,
+    TVM's default pipeline elsewhere or when the rules fail). Graphs with 0-size values
+    or ops Relax cannot express run on the NumPy interpreter. For this machine's CPU the
+    build goes through the persistent compile cache (compile_cache.py) unless `cache`
+    is False or MEGTRACE_COMPILE_CACHE=0."""
     tgt = resolve(target)
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
-    options = options or BuildOptions()
     if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)
-    if not 0 <= options.opt_level <= 3:
-        raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")
-    if options.opt_level < 2:
-        return _build_plain(graph, tgt, options)
-    if options.opt_level == 3 and options.tuning_dir is not None and tgt.kind.name == "llvm":
-        from .tuning import compile_tuned
-        return compile_tuned(graph, tgt, options.tuning_dir)
-    if uses_cpu_rules(tgt, rules):
-        try:
-            return _build_with_rules(graph, tgt, options)
-        except Exception as e:   # a bug in a rule must not stop a graph TVM can build
-            if isinstance(e, MegtraceError) and not isinstance(e, CompileError):
-                raise            # the graph's own error (unsupported op, bad lowering)
-            first = (str(e).strip().splitlines() or [""])[0]
-            logging.getLogger(__name__).warning(
-                "CPU rules failed to build the graph (%s: %s); using the default path",
-                type(e).__name__, first)
-    if tgt.kind.name == "llvm" and not (options.fuse_transpose and options.fuse_reduce):
-        return _build_plain(graph, tgt, options)
-    start = time.perf_counter()
-    mod = to_relax(graph)
-    ex = _build(tgt, mod, relax().get_default_pipeline(tgt))
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start)
-
-
-def _build_plain(graph: Graph, tgt: Any, options: BuildOptions) -> CompiledGraph:
-    """opt_level 0/1 (and fusion limits without rules): TVM's CPU passes, chosen by level."""
-    from tvm.relax.backend.cpu_generic import pipeline as cpu
-    from .fusion_control import limit_fusion, record_kernels
-    t, rx = tvm(), relax()
-    kernels: list[str] = []
-    if options.opt_level == 0:
-        middle = [rx.transform.LegalizeOps(), record_kernels(kernels)]
-    else:
-        middle = [rx.transform.LegalizeOps(), rx.transform.AnnotateTIROpPattern(),
-                  limit_fusion(options.fuse_transpose, options.fuse_reduce),
-                  rx.transform.FoldConstant(), rx.transform.FuseOps(), rx.transform.FuseTIR(),
-                  record_kernels(kernels)]
-
-    @t.transform.module_pass(opt_level=0, name="MegtraceLeveledPipeline")
-    def pipeline(mod, _ctx):
-        with tgt:
-            return t.transform.Sequential(cpu.library_dispatch_passes(tgt) + middle
-                                          + cpu.dataflow_lower_passes(tgt)
-                                          + cpu.finalize_passes(tgt))(mod)
-
-    start = time.perf_counter()
-    ex = _build(tgt, to_relax(graph), pipeline)
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, [],
-                         "plain" if options.opt_level == 0 else "fused", kernels)
-
-
-def uses_cpu_rules(target: Any, rules: bool | None = None) -> bool:
-    """Whether compile_graph takes the CPU rules for this (resolved) target: llvm only,
-    unless `rules` is False or MEGTRACE_CPU_RULES is 0/false/off."""
-    if rules is None:
-        rules = os.environ.get("MEGTRACE_CPU_RULES", "1").lower() not in ("0", "false", "off")
-    return bool(rules) and target.kind.name == "llvm"
-
-
-def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions | None = None
-                      ) -> CompiledGraph:
-    from .cpu import cpu_pipeline, to_relax_cpu
     options = options or BuildOptions()
-    start = time.perf_counter()
-    mod, used = to_relax_cpu(graph)
-    kernels: list[str] = []
-    ex = _build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
-                                       fuse_reduce=options.fuse_reduce, kernels=kernels))
-    return CompiledGraph(graph, tgt, ex, time.perf_counter() - start, used, "cpu-rules",
-                         kernels)
 
-
-def _build(tgt: Any, mod: Any, pipeline: Any) -> Any:
-    rx = relax()
-    try:
-        with tgt, tvm().transform.PassContext(opt_level=3):
-            return rx.build(mod, target=tgt, relax_pipeline=pipeline)
-    except Exception as e:
-        raise CompileError(f"TVM failed to build the graph for {tgt}: {e}") from e
+    def build() -> Built:
+        return build_executable(graph, tgt, rules=rules, options=options)
+    if cache:
+        built = cached_build(graph, tgt, rules, options, build)
+    else:
+        built = build()
+    return CompiledGraph(graph, built.target, built.executable, built.seconds,
+                         list(built.rules), built.pipeline, list(built.kernels),
+                         cached=built.cached)
 
 
 def run_graph(graph: Graph, inputs: Sequence[np.ndarray], target: Any = None) -> list[np.ndarray]:

@@ -20,7 +20,7 @@ from ._tvm import tvm
 from .deploy import (FORMAT, FORMAT_VERSION, DeployedModel, library_digest, load,
                      manifest_path)
 from .executable import Built, build_executable
-from .source import graph_of
+from .source import graph_of, options_of
 from .targets import resolve
 
 
@@ -92,10 +92,11 @@ def _build(model: Any, graph: Any, target: Any, tuning_dir: Any,
         from .tuning import tuned_executable
         return tuned_executable(graph, target, tuning_dir, num_threads=num_threads)
     tgt = resolve(target)
-    if isinstance(model, CompiledGraph) and str(model.target) == str(tgt):
+    if isinstance(model, CompiledGraph) and str(model.target) == str(tgt) and \
+            not model.cached:
         return Built(model.executable, tgt, model.pipeline, model.build_seconds,
                      list(model.rules))
-    return build_executable(graph, tgt)
+    return build_executable(graph, tgt, options=options_of(model))
 
 
 def _threads_of(target: Any) -> int:

@@ -37,3 +37,10 @@ def graph_of(model: Any, arg: str = "model") -> tuple[Graph, Any]:
     if not graph.outputs:
         raise ValueError(f"{arg}: the graph has no outputs, so there is nothing to build")
     return graph, target
+
+
+def options_of(model: Any) -> Any:
+    """The BuildOptions `model` was compiled with: a traced function's opt_level and
+    graph_opt_config; None (the default build) for anything else."""
+    from megtrace.jit import trace
+    return model._build_options() if isinstance(model, trace) else None

@@ -32,7 +32,8 @@ from .pipelines import fuse, lower_graph
 from .source import graph_of
 from .targets import resolve
 from .tuning_gate import GateResult, gate
-from .tuning_progress import Progress, TaskStats, make_callback, stdout_printer
+from .tuning_progress import Progress, TaskStats, make_callback, make_display
+from .tuning_deps import require_tuning_packages
 from .tuning_store import Store, workload_key
 
 if TYPE_CHECKING:
@@ -76,25 +77,57 @@ class TuneSummary:
             return self.untuned_ms / self.tuned_ms
         return None
 
-    def __str__(self) -> str:
+    def headline(self) -> str:
+        return (f"tuning of {len(self.tasks)} tasks for {self.target_key} ({self.base} "
+                f"lowering, {self.num_threads} threads): {self.total_trials} trials in "
+                f"{self.seconds:.0f} s; database {self.work_dir / self.target_key}")
+
+    def whole_model(self) -> str | None:
+        if self.tuned_ms is None or self.untuned_ms is None:
+            return None
+        return (f"whole model: compile_graph {self.untuned_ms:.3f} ms, tuned "
+                f"{self.tuned_ms:.3f} ms ({self.speedup:.2f}x)")
+
+    def rows(self) -> list[tuple[str, ...]]:
         def us(v):
             return "-" if v is None else f"{v:.2f}"
-        lines = [f"tuning of {len(self.tasks)} tasks for {self.target_key} ({self.base} "
-                 f"lowering, {self.num_threads} threads): {self.total_trials} trials in "
-                 f"{self.seconds:.0f} s; database {self.work_dir / self.target_key}"]
+        return [(t.name, str(t.trials), us(t.best_us), us(t.untuned_us), us(t.tuned_us),
+                 "-" if t.kept is None else ("yes" if t.kept else "no")) for t in self.tasks]
+
+    _COLUMNS = ("task", "trials", "best us", "untuned us", "tuned us", "kept")
+
+    def __str__(self) -> str:
+        lines = [self.headline()]
         if self.tasks:
             lines.append(f"  {'task':<40} {'trials':>6} {'best us':>9} {'untuned':>9} "
                          f"{'tuned':>9}  kept")
-        for t in self.tasks:
-            kept = "-" if t.kept is None else ("yes" if t.kept else "no")
-            lines.append(f"  {t.name[:40]:<40} {t.trials:>6} {us(t.best_us):>9} "
-                         f"{us(t.untuned_us):>9} {us(t.tuned_us):>9}  {kept}")
-        if self.tuned_ms is not None and self.untuned_ms is not None:
-            lines.append(f"  whole model: compile_graph {self.untuned_ms:.3f} ms, tuned "
-                         f"{self.tuned_ms:.3f} ms ({self.speedup:.2f}x)")
-        if self.note:
-            lines.append("  " + self.note)
+        for name, trials, best, untuned, tuned, kept in self.rows():
+            lines.append(f"  {name[:40]:<40} {trials:>6} {best:>9} {untuned:>9} "
+                         f"{tuned:>9}  {kept}")
+        for extra in (self.whole_model(), self.note):
+            if extra:
+                lines.append("  " + extra)
         return "\n".join(lines)
+
+    def __rich__(self) -> Any:
+        """The per-task table (rich renders it in terminals and notebooks)."""
+        from rich.console import Group
+        from rich.table import Table
+        parts: list[Any] = [self.headline()]
+        if self.tasks:
+            table = Table(title_justify="left")
+            for col in self._COLUMNS:
+                table.add_column(col, justify="left" if col == "task" else "right")
+            for row in self.rows():
+                table.add_row(*row)
+            parts.append(table)
+        parts += [extra for extra in (self.whole_model(), self.note) if extra]
+        return Group(*parts)
+
+    def __repr__(self) -> str:
+        speed = f", {self.speedup:.2f}x" if self.speedup else ""
+        return (f"<TuneSummary {len(self.tasks)} tasks, {self.total_trials} trials, "
+                f"{self.seconds:.0f} s{speed}>")
 
 
 def tuning_target(target: Any, num_threads: int | None) -> Any:
@@ -126,19 +159,36 @@ def tune(model: Any, target: Any = None, *, work_dir: str | os.PathLike, trials:
     keep_only_faster: re-measure each task's best record against the untuned kernel
     and let builds apply only the faster ones. compare: time the whole model tuned and
     as compile_graph builds it (on this machine only). cost_model: "xgb", "random" or
-    "auto" (xgb from 16 trials per task: each xgb update costs seconds on 2 cores, which
-    a budget of a few trials cannot win back).
+    "auto" (xgb from 16 trials per task, unless every task only moves data).
+    progress: a live bar in terminals and notebooks (lines elsewhere) and a summary
+    table at the end.
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials: expected a positive int (trials per task); got {trials!r}")
     if cost_model not in ("auto", "xgb", "random"):
         raise ValueError(f"cost_model: expected 'auto', 'xgb' or 'random'; got {cost_model!r}")
-    if cost_model == "auto":
-        cost_model = "xgb" if trials >= 16 else "random"
     if base not in BASES:
         raise ValueError(f"base: expected one of {BASES}; got {base!r}")
     if remote is not None and not isinstance(remote, RemoteDevice):
         raise TypeError(f"remote: expected a RemoteDevice; got {type(remote).__name__}")
+    may_use = cost_model if cost_model != "auto" else ("xgb" if trials >= 16 else "random")
+    require_tuning_packages(may_use, remote is not None)
+    display = make_display(progress)
+    try:
+        display.phase("lowering the graph and extracting tasks")
+        summary = _tune(model, target, display, work_dir, trials, num_threads, base, remote,
+                        keep_only_faster, compare, cost_model, seed, builder_timeout,
+                        runner_timeout)
+    finally:
+        display.close()
+    if progress:
+        display.summary(summary)
+    return summary
+
+
+def _tune(model, target, display, work_dir, trials, num_threads, base, remote,
+          keep_only_faster, compare, cost_model, seed, builder_timeout,
+          runner_timeout) -> TuneSummary:
     graph, own_target = graph_of(model)
     tgt = tuning_target(target if target is not None else own_target, num_threads)
     if remote is None and not is_host(tgt):
@@ -150,22 +200,34 @@ def tune(model: Any, target: Any = None, *, work_dir: str | os.PathLike, trials:
     threads = int(tgt.attrs["num-cores"])
     summary = TuneSummary(store.work_dir, str(tgt), store.key, base, threads)
     start = time.perf_counter()
-    tasks = _tasks(graph, tgt, base)
+    tasks, by_rules = _tasks(graph, tgt, base)
     store.write_meta({"base": base, "target": json.loads(str(tgt)), "num_threads": threads})
-    if not tasks:
-        summary.note = ("nothing to tune: every kernel of this graph is hand-scheduled by "
-                        "the CPU rules (try base='default')")
-        return summary
     stats = Progress(trials, [TaskStats(n, _flops(t.dispatched[0])) for n, t in tasks],
-                     printer=stdout_printer if progress else None)
+                     display=display)
+    worth = _worth_note(stats.tasks, by_rules)
+    if not tasks:
+        summary.note = worth
+        summary.seconds = time.perf_counter() - start
+        return summary
+    if worth:
+        display.note(worth)
+    if cost_model == "auto":
+        # xgb from 16 trials per task: each xgb update costs seconds on 2 cores, which a
+        # budget of a few trials, or kernels that only move data (tiny search spaces),
+        # cannot win back
+        data_only = all(t.flop == 0 for t in stats.tasks)
+        cost_model = "xgb" if trials >= 16 and not data_only else "random"
+    display.phase(f"starting builders for {len(tasks)} task(s)")
     with thread_env(threads), light_intrinsics(tgt), quiet_console():
         builder = fast_builder(tgt, builder_timeout)
         database = store.database()
-        _run_tuning(tasks, tgt, store, database, builder,
-                    make_runner(remote, runner_timeout), stats, cost_model, seed)
+        runner = make_runner(remote, runner_timeout)
+        display.update(stats, None)
+        _run_tuning(tasks, tgt, store, database, builder, runner, stats, cost_model, seed)
         named = [(n, t.dispatched[0]) for n, t in tasks]
         gates: dict[str, GateResult] = {}
         if keep_only_faster:
+            display.phase("re-measuring the best records against the untuned kernels")
             quiet = make_runner(remote, runner_timeout, repeat=5, min_repeat_ms=50)
             gates = {g.name: g for g in gate(named, database, tgt, builder, quiet)}
             store.record_decisions({
@@ -179,27 +241,56 @@ def tune(model: Any, target: Any = None, *, work_dir: str | os.PathLike, trials:
     if summary.total_trials and all(s.best_s is None for s in stats.tasks):
         summary.note = ("no candidate could be measured: see the logs in "
                         f"{store.dir / 'logs'}")
+    elif gates and not any(g.kept for g in gates.values()):
+        summary.note = ("no tuned kernel beat the untuned one, so builds from this work_dir "
+                        "use the untuned schedules (more trials may find faster ones)")
     if compare and remote is None:
+        display.phase("timing the whole model tuned and untuned")
         summary.untuned_ms, summary.tuned_ms = _compare(graph, tgt, store)
     summary.seconds = time.perf_counter() - start
     return summary
 
 
-def _tasks(graph: Any, tgt: Any, base: str) -> list[tuple[str, Any]]:
+def _worth_note(tasks: list[TaskStats], by_rules: list[str]) -> str:
+    """Why a run will gain little, said before it starts ("" when it may gain)."""
+    ruled = (f"the CPU rules hand-schedule {len(by_rules)} kernel(s) "
+             f"({_kinds(by_rules)})") if by_rules else ""
+    if not tasks:
+        return ("nothing to tune: " + (ruled or "the graph has no kernel to schedule")
+                + (" (base='default' tunes TVM's generic lowering of every kernel instead)"
+                   if by_rules else ""))
+    if ruled and all(t.flop == 0 for t in tasks):
+        names = ", ".join(t.name for t in tasks[:3]) + (", ..." if len(tasks) > 3 else "")
+        return (f"little worth tuning: {ruled}; what is left only moves data ({names}), "
+                "so expect no speed-up (base='default' tunes every kernel)")
+    return ""
+
+
+def _kinds(names: list[str]) -> str:
+    """'conv2d x2, dense' from fused kernel names."""
+    counts: dict[str, int] = {}
+    for name in names:
+        kind = name.removeprefix("fused_").split("_")[0].rstrip("0123456789") or name
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(k if n == 1 else f"{k} x{n}" for k, n in counts.items())
+
+
+def _tasks(graph: Any, tgt: Any, base: str) -> tuple[list[tuple[str, Any]], list[str]]:
     """(name, ExtractedTask) of every fused PrimFunc that will be a kernel and is not
-    already scheduled by a rule."""
+    already scheduled by a rule; and the names of those a rule schedules."""
     from tvm.s_tir.meta_schedule.relax_integration import extract_tasks
     mod, _ = lower_graph(graph, tgt, base)
     has_reshape_pattern = tvm().relax.analysis.has_reshape_pattern
-    out = []
+    out, by_rules = [], []
     for task in extract_tasks(fuse(mod, tgt), tgt):
         func = task.dispatched[0]["main"]
         if func.attrs is not None and func.attrs.get("tirx.is_scheduled", False):
-            continue                           # a hand-written rule kernel
+            by_rules.append(task.task_name)    # a hand-written rule kernel
+            continue
         if has_reshape_pattern(func):
             continue                           # the build turns it into a view: no kernel
         out.append((task.task_name, task))
-    return out
+    return out, by_rules
 
 
 def _flops(mod: Any) -> float:
@@ -223,7 +314,8 @@ def _run_tuning(tasks, tgt, store, database, builder, runner, stats, cost_model,
                             search_strategy=_strategy(budget), task_name=n, logger=log,
                             rand_state=rs, num_threads=os.cpu_count() or 1).clone()
                 for (n, t), log, rs in zip(tasks, loggers, fork_seed(seed, n=len(tasks)))]
-    callbacks = list(MeasureCallback.create("default")) + [make_callback(stats)]
+    # ours first: the bar moves before the cost model's update (seconds with xgb)
+    callbacks = [make_callback(stats)] + list(MeasureCallback.create("default"))
     tune_tasks(tasks=contexts, task_weights=[float(t.weight) for _, t in tasks],
                work_dir=str(store.dir), max_trials_global=budget * len(tasks),
                max_trials_per_task=budget, num_trials_per_iter=min(budget, 64),

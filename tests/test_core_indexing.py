@@ -10,7 +10,6 @@ from conftest import rel_err
 
 import megtrace as mge
 from megtrace.fbs.reader import read_model
-from megtrace.errors import UnsupportedOpError
 from megtrace.jit import trace
 
 DATA = Path(__file__).parent / "data"
@@ -73,14 +72,6 @@ def test_masked_fill_with_a_traced_mask():
     for _ in range(3):
         data = np.random.uniform(0, 6, size=(3, 4)).astype(np.float32)
         assert np.array_equal(fill(mge.tensor(data)).numpy(), np.where(data > 3, 0, data))
-
-
-def test_traced_boolean_mask_index_is_refused_clearly():
-    @trace(symbolic=True)
-    def pick(x):
-        return x[x > 3]
-    with pytest.raises(UnsupportedOpError, match="boolean mask"):
-        pick(mge.tensor(np.arange(6, dtype=np.float32)))
 
 
 def test_indexing_errors_are_megengines():

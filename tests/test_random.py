@@ -157,3 +157,21 @@ def test_lite_draws_what_megengines_own_dump_draws(fn, golden, lite, tmp_path):
     (a,), (b,) = ours.values(), theirs.values()
     np.testing.assert_array_equal(a, b)
     assert a.shape == (3,) and not np.allclose(a, 10.0)
+
+
+def test_rng_results_live_on_its_device():
+    """MegEngine's RNG(device=...): every method's result is on that device, and the
+    same seed gives the same numbers on another device."""
+    on1, on2 = R.RNG(seed=111, device="xpu0"), R.RNG(seed=111, device="xpu1")
+    for draw in (lambda g: g.uniform(size=(5,)), lambda g: g.uniform(-3, 2, size=(5,)),
+                 lambda g: g.normal(1, 2, size=(5,)), lambda g: g.gamma(2.0, size=(5,)),
+                 lambda g: g.beta(1.0, 2.0, size=(5,)), lambda g: g.poisson(3.0, size=(5,)),
+                 lambda g: g.permutation(5)):
+        a, b = draw(on1), draw(on2)
+        assert a.device == "xpu0" and b.device == "xpu1"
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_permutation_of_a_scalar_tensor_is_one_element():
+    out = R.permutation(mge.tensor(7))
+    assert out.shape == (1,) and out.numpy().tolist() == [7]

@@ -3,6 +3,9 @@
     megtrace info MODEL                      what a .mge file holds
     megtrace run MODEL [load_and_run options] run a .mge file or an exported .so
     megtrace tune MODEL --trials N ...       MetaSchedule tuning (see megtrace tune --help)
+    megtrace export MODEL LIB.so             a TVM library + manifest, as megtrace.export
+    megtrace convert IN.mge OUT.mge          write again with other dump options / format
+    megtrace bench MODEL                     megtrace vs MegEngine Lite (when prepared)
     megtrace demo                            trace, compile, dump and reload a small net
     megtrace --version
 """
@@ -12,9 +15,13 @@ import argparse
 import sys
 
 from ..errors import MegtraceError
+from . import bench as _bench
+from . import convert as _convert
+from . import export as _export
 from . import info as _info
 from . import run as _run
-from .common import UserError
+from . import tune as _tune
+from .common import OneLineParser, UserError
 
 
 def _version() -> str:
@@ -28,12 +35,18 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="megtrace", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="megtrace", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("info", help="list a model's inputs, outputs, operators and metadata")
     p.add_argument("model")
     _run.add_arguments(sub.add_parser("run", help="run a model (load_and_run's options)"))
+    _export.add_arguments(sub.add_parser(
+        "export", help="build a model file into a TVM library (.so) plus manifest"))
+    _convert.add_arguments(sub.add_parser(
+        "convert", help="write a .mge again with other options (format, optimization, ...)"))
+    _bench.add_arguments(sub.add_parser(
+        "bench", help="time a model in megtrace and in MegEngine Lite (when prepared)"))
     sub.add_parser("demo", help="trace, compile, dump and reload a small conv net")
     sub.add_parser("tune", help="MetaSchedule-tune a model file (see megtrace tune --help)",
                    add_help=False)
@@ -47,12 +60,12 @@ def main(argv=None) -> int:
         from ..demo import main as demo
         return demo(rest)
     if args.cmd == "tune":
-        from megtrace.relay_bridge.cli_tune import main as tune_main
-        return tune_main(rest, prog="megtrace tune")
+        return _tune.main(rest, prog="megtrace tune")
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        return {"info": _info.run, "run": _run.run}[args.cmd](args)
+        return {"info": _info.run, "run": _run.run, "export": _export.run,
+                "convert": _convert.run, "bench": _bench.run}[args.cmd](args)
     except UserError as e:
         _fail(e)
         return e.status

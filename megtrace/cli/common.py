@@ -1,7 +1,9 @@
 """What every `megtrace` subcommand shares: the console, user errors, model loading."""
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,14 @@ class UserError(Exception):
     def __init__(self, message: str, status: int = 2):
         super().__init__(message)
         self.status = status
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its mistakes on one line (no usage block): `--help` shows usage."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def existing_file(path: str) -> Path:

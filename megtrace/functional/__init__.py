@@ -24,3 +24,15 @@ __all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all + _conv_all
 
 for _name in _conv_all:        # MegEngine has them under F.nn too
     setattr(nn, _name, globals()[_name])
+
+from .attention import multi_head_attention  # noqa: E402  (F.nn.multi_head_attention)
+
+nn.multi_head_attention = multi_head_attention
+nn.__all__.append("multi_head_attention")
+__all__.append("multi_head_attention")
+
+from .correlation import correlation  # noqa: E402  (F.vision / F.nn.correlation)
+
+vision.correlation = nn.correlation = correlation
+vision.__all__.append("correlation")
+nn.__all__.append("correlation")

@@ -13,14 +13,14 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (bool, int, float, np.generic)) and like is not None:
-        if isinstance(value, float) and not _dt.is_float(like.dtype.name):
+        if isinstance(value, float) and not _dt.is_float(_dt.name_of(like.dtype)):
             return Tensor(value, dtype="float32")
         return Tensor(value, dtype=like.dtype)
     return Tensor(value)
 
 
 def cast(x: Tensor, dtype: str) -> Tensor:
-    return x if x.dtype.name == dtype else apply("astype", x, dtype=dtype)
+    return x if _dt.name_of(x.dtype) == dtype else apply("astype", x, dtype=dtype)
 
 
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
@@ -32,7 +32,7 @@ def binary_operands(a, b) -> tuple[Tensor, Tensor]:
         a = Tensor(a)
     a = as_tensor(a, b if isinstance(b, Tensor) else None)
     b = as_tensor(b, a)
-    dtype = _dt.promote(a.dtype.name, b.dtype.name)
+    dtype = _dt.promote(_dt.name_of(a.dtype), _dt.name_of(b.dtype))
     return cast(a, dtype), cast(b, dtype)
 
 

@@ -12,14 +12,21 @@ from typing import Optional
 
 import numpy as np
 
-from ..dispatch import apply
+from ..dispatch import apply, note_undumpable
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .elemwise import add, mul, sqrt, sub
 from .reduction import mean as _mean
 from .tensor_ops import reshape
 
-__all__ = ["batch_norm"]
+__all__ = ["batch_norm", "sync_batch_norm"]
+
+# MegEngine's GraphError (a RuntimeError) when such a graph is dumped, then why
+_TRAINING_BN = ("mean and variance in training mode BatchNorm must be SharedDeviceTensor or "
+                "VolatileSharedDeviceTensor; got ImmutableTensor actually\n(the traced "
+                "function ran BatchNorm in training mode, which updates its running "
+                "statistics; a dumped graph cannot: call module.eval() before tracing a "
+                "function to dump)")
 
 
 def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
@@ -79,11 +86,55 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
         new_mean = add(mul(old, momentum), mul(batch_mean, 1 - momentum))
     if has_var:
         old = _stat_4d(running_var, c, 1.0, inp.dtype)
-        unbiased = mul(batch_var, n / max(n - 1, 1))
+        # MegEngine divides the squared deviations by n - 1: one sample per channel
+        # gives 0/0, a NaN running variance
+        unbiased = mul(batch_var, n / (n - 1) if n > 1 else float("inf"))
         new_var = add(mul(old, momentum), mul(unbiased, 1 - momentum))
     if not inplace:
         return y, new_mean, new_var
+    note_undumpable(_TRAINING_BN)
     for target, new in ((running_mean, new_mean), (running_var, new_var)):
         if target is not None:
             target._set_value(new.numpy().reshape(target.shape))
+    return y
+
+
+def sync_batch_norm(inp: Tensor, running_mean: Tensor, running_var: Tensor,
+                    weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+                    training: bool = False, momentum: float = 0.9, eps: float = 1e-5,
+                    eps_mode: str = "additive", group=None) -> Tensor:
+    """Batch normalization whose statistics MegEngine reduces over a process group.
+    megtrace runs in one process, so the group's statistics are this batch's:
+    `eps_mode="additive"` is `batch_norm`; "max" normalizes by max(var, eps) ** -0.5
+    (4-d inputs only, as in MegEngine)."""
+    mode = str(eps_mode).lower()
+    assert mode in {"max", "additive"}, "unknown eps_mode: {}".format(eps_mode)
+    if mode == "additive":
+        return batch_norm(inp, running_mean, running_var, weight, bias, training=training,
+                          momentum=momentum, eps=eps)
+    inp = require_tensor("sync_batch_norm", inp)
+    if inp.ndim != 4:
+        raise NotImplementedError("sync_batch_norm for ndim != 4")
+    from .elemwise import maximum
+    c = inp.shape[1]
+    w = _stat_4d(weight, c, 1.0, inp.dtype)
+    b = _stat_4d(bias, c, 0.0, inp.dtype)
+    if training:
+        mean = _mean(inp, axis=(0, 2, 3), keepdims=True)
+        centered = sub(inp, mean)
+        var = _mean(mul(centered, centered), axis=(0, 2, 3), keepdims=True)
+    else:
+        assert running_var is not None and running_mean is not None
+        mean = _stat_4d(running_mean, c, 0.0, inp.dtype)
+        var = _stat_4d(running_var, c, 1.0, inp.dtype)
+    scale = mul(w, maximum(var, float(eps)) ** -0.5)
+    y = add(mul(inp, scale), sub(b, mul(mean, scale)))
+    if training and running_mean is not None and running_var is not None:
+        note_undumpable(_TRAINING_BN)
+        n = inp.size // c
+        unbiased = mul(var, n / (n - 1) if n > 1 else float("inf"))
+        for target, new in ((running_mean, mean), (running_var, unbiased)):
+            old = _stat_4d(target, c, 0.0, inp.dtype)
+            target._set_value(add(mul(old, momentum), mul(new, 1 - momentum))
+                              .numpy().reshape(target.shape))
     return y

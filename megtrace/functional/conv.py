@@ -50,7 +50,7 @@ def check_modes(op: str, conv_mode: str, compute_mode: str = "default") -> str:
 def promote_pair(op: str, inp, weight) -> tuple[Tensor, Tensor]:
     """Input and weight as tensors of their common dtype."""
     inp, weight = require_tensor(op, inp), require_tensor(op, weight)
-    dtype = _dt.promote(inp.dtype.name, weight.dtype.name)
+    dtype = _dt.promote(_dt.name_of(inp.dtype), _dt.name_of(weight.dtype))
     return cast(inp, dtype), cast(weight, dtype)
 
 

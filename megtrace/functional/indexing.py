@@ -4,17 +4,20 @@ Index forms: ints, slices, None, Ellipsis, integer tensors/lists/arrays (one or 
 broadcast together) and boolean masks. As MegEngine does, None adds axes first; indexing
 with only ints and slices is a Subtensor, anything with an index tensor is an
 IndexingMultiAxisVec (NumPy's result-axis rule), a boolean mask becomes the index tensors
-of its true elements. `x[mask] = scalar` is a select (MegEngine's MaskedFill), so it
-traces with a traced mask too.
+of its true elements: known masks (eager, constants) here, masks the traced graph computes
+through CondTake (value-dependent shapes: such graphs run on the NumPy interpreter).
+`x[mask] = scalar` is a select (MegEngine's MaskedFill), so it compiles with any mask.
 """
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..dispatch import apply
-from ..errors import ShapeError, UnsupportedOpError
+from ..errors import ShapeError
 from ..ir import TensorType
 from ..ops import get as get_op
 from ..tensor import Tensor
@@ -85,19 +88,23 @@ def _expand_ellipsis(items: list, ndim: int) -> list:
     return items[:at] + [slice(None)] * (ndim - consumed) + items[at + 1:]
 
 
-def _mask_indices(mask: Tensor, shape: tuple[int, ...], first_axis: int) -> list[Tensor]:
-    """The index tensors of a boolean mask's true elements (MegEngine: CondTake)."""
+def _check_mask_shape(mask, shape: tuple[int, ...], first_axis: int) -> None:
     for j, (m, d) in enumerate(zip(mask.shape, shape)):
         if m != d:
             raise IndexError(f"boolean index did not match tensor along dimension "
                              f"{first_axis + j}; dimension is {d} but corresponding boolean "
                              f"dimension is {m}")
+
+
+def _mask_indices(mask: Tensor, shape: tuple[int, ...], first_axis: int) -> list[Tensor]:
+    """The index tensors of a known boolean mask's true elements."""
+    _check_mask_shape(mask, shape, first_axis)
     return [Tensor(i.astype(np.int32)) for i in np.nonzero(_static_mask(mask))]
 
 
-def _static_mask(mask: Tensor) -> np.ndarray:
+def _static_mask(mask: Tensor) -> np.ndarray | None:
     """The mask's value when it is known without running the graph (eager, or a constant
-    of the trace); a mask computed by the traced graph has no static value."""
+    of the trace); None for a mask the traced graph computes (or takes as an input)."""
     if mask._var is None:
         return mask.numpy()
     owner = mask._owner
@@ -106,10 +113,42 @@ def _static_mask(mask: Tensor) -> np.ndarray:
         graph = owner.entry.full_graph                         # replaying
     if graph is not None and mask._var in graph.consts:
         return graph.consts[mask._var]
-    raise UnsupportedOpError(
-        "indexing with a boolean mask computed inside a trace: the result's shape "
-        "depends on the mask's values (MegEngine's CondTake), which a compiled megtrace "
-        "graph cannot have; compute the mask outside the traced function or use F.where")
+    return None
+
+
+def _traced_mask(item) -> bool:
+    return isinstance(item, Tensor) and item.dtype == np.bool_ and _static_mask(item) is None
+
+
+def _merge_traced_masks(x: Tensor, index) -> tuple[Tensor, tuple, bool]:
+    """MegEngine's way with a mask whose values only the graph knows: the axes it covers
+    merge into one (a Reshape) and the mask becomes the flat indices of its true elements
+    (CondTake of the flattened mask with itself), so the result's size is decided when
+    the graph runs. Returns x (reshaped or not), the index items, whether it reshaped."""
+    items = [_convert(i) for i in _as_tuple(index)]
+    if not any(_traced_mask(i) for i in items):
+        return x, tuple(items), False
+    items = _expand_ellipsis(items, x.ndim)
+    shape, axis, merged, out = list(x.shape), 0, False, []
+    for item in items:
+        if item is None or isinstance(item, bool):
+            out.append(item)
+            continue
+        if _traced_mask(item):
+            k = item.ndim
+            _check_mask_shape(item, tuple(shape[axis:axis + k]), axis)
+            flat = item if k == 1 else apply("reshape", item, shape=(-1,))
+            if k != 1:
+                size = functools.reduce(operator.mul, shape[axis:axis + k], 1)
+                shape[axis:axis + k] = [size]
+                merged = True
+            out.append(apply("cond_take", flat, flat)[1])
+        else:
+            out.append(item)
+        axis += 1
+    if merged:
+        x = apply("reshape", x, shape=tuple(shape))
+    return x, tuple(out), merged
 
 
 def _plan(x: Tensor, index) -> _Plan:
@@ -182,6 +221,9 @@ def _select(x: Tensor, plan: _Plan) -> Tensor:
 
 
 def getitem(x: Tensor, index) -> Tensor:
+    if _traced_mask(index) and tuple(index.shape) == tuple(x.shape):
+        return apply("cond_take", x, index)[0]       # MegEngine's one-CondTake form
+    x, index, _ = _merge_traced_masks(x, index)
     plan = _plan(x, index)
     return _select(_with_new_axes(x, plan), plan)
 
@@ -234,6 +276,8 @@ def setitem(x: Tensor, index, value) -> Tensor:
     filled = _masked_fill(x, index, value)
     if filled is not None:
         return filled
+    original = x
+    x, index, merged = _merge_traced_masks(x, index)
     plan = _plan(x, index)
     base = _with_new_axes(x, plan)
     value = _value_for(base, value, _selected_shape(base, plan))
@@ -244,8 +288,8 @@ def setitem(x: Tensor, index, value) -> Tensor:
         out = apply("set_subtensor", base, value, index=tuple(plan.rows))
     else:
         out = value
-    if plan.new_axes:
-        out = apply("reshape", out, shape=tuple(x.shape))
+    if plan.new_axes or merged:
+        out = apply("reshape", out, shape=tuple(original.shape))
     return out
 
 

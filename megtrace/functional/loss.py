@@ -11,7 +11,8 @@ from .math import logsumexp
 from .onehot import indexing_one_hot
 from .reduction import mean, sum  # noqa: A004
 
-__all__ = ["l1_loss", "square_loss", "cross_entropy", "binary_cross_entropy", "hinge_loss"]
+__all__ = ["l1_loss", "square_loss", "cross_entropy", "binary_cross_entropy", "hinge_loss",
+           "ctc_loss"]
 
 
 def _reduce_output(loss_fn):
@@ -83,3 +84,6 @@ def hinge_loss(pred: Tensor, label: Tensor, norm: str = "L1") -> Tensor:
     assert norm in ["L1", "L2"], "norm must be L1 or L2"
     loss = relu(1.0 - require_tensor("hinge_loss", pred) * label)
     return sum(loss, axis=1) if norm == "L1" else sum(loss * loss, axis=1)
+
+
+from .ctc import ctc_loss  # noqa: E402  (composes elemwise/tensor functionals)

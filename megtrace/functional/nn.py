@@ -9,11 +9,11 @@ from ..dispatch import apply
 from ..ops._rules import pair
 from ..tensor import Tensor
 from ._convert import require_tensor
-from .batchnorm import batch_norm  # noqa: F401  (F.nn.batch_norm)
+from .batchnorm import batch_norm, sync_batch_norm  # noqa: F401  (F.nn.batch_norm)
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
 from .tensor_ops import expand_dims, reshape, squeeze
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "linear", "matmul", "relu",
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "sync_batch_norm", "linear", "matmul", "relu",
            "softmax", "logsoftmax", "leaky_relu", "layer_norm", "dropout", "embedding",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "pad", "interpolate", "remap",
            "warp_affine", "warp_perspective", "deformable_psroi_pooling"]

@@ -8,8 +8,7 @@ from typing import Iterable, Optional, Union
 import numpy as np
 
 from .. import dtype as _dt
-from ..dispatch import active_recorder, apply
-from ..errors import TraceError
+from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .tensor_ops import _on, broadcast_to, concat, reshape, split, transpose
@@ -73,21 +72,18 @@ def _int32(t: Tensor) -> Tensor:
 
 
 def cond_take(mask: Tensor, x: Tensor):
-    """(x[mask], flat int32 indices of the True elements). The result's size depends on
-    the mask's values, so it cannot be part of a traced graph (static shapes)."""
+    """(x[mask], flat int32 indices of the True elements), both 1-d (MegEngine's
+    CondTake). Their size depends on the mask's values: a traced graph holding it runs on
+    the NumPy interpreter (compiled graphs have static shapes) and dumps as CondTake."""
     if not isinstance(x, Tensor):
         raise TypeError("input must be a tensor")
     if not isinstance(mask, Tensor):
         raise TypeError("mask must be a tensor")
     if mask.dtype != np.bool_:
         raise ValueError("mask must be bool")
-    if active_recorder() is not None:
-        raise TraceError("cond_take: its output shape depends on the mask's values; megtrace "
-                         "traces static shapes only")
-    m, v = mask.numpy(), x.numpy()
-    if m.shape != v.shape:
-        raise ValueError(f"cond_take: mask shape {m.shape} differs from input shape {v.shape}")
-    return Tensor(v[m]), Tensor(np.flatnonzero(m).astype(np.int32))
+    if x.device != mask.device:
+        raise ValueError("ambiguous device: {} vs {}".format(x.device, mask.device))
+    return apply("cond_take", x, mask)
 
 
 def copy(inp: Tensor, device=None) -> Tensor:

@@ -44,6 +44,8 @@ def concat(inps: Sequence[Tensor], axis: int = 0, device=None) -> Tensor:
     tensors = [require_tensor("concat", t) for t in inps]
     if len(tensors) == 1:                       # MegEngine: a copy of the one input
         return _on(apply("copy", tensors[0]), device)
+    if any(t.ndim == 0 for t in tensors):       # MegEngine: a scalar joins as one element
+        tensors = [reshape(t, (1,)) if t.ndim == 0 else t for t in tensors]
     return _on(apply("concat", *tensors, axis=int(axis)), _common_device("concat", tensors,
                                                                           device))
 

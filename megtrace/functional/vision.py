@@ -9,6 +9,7 @@ import numpy as np
 from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
+from .resize3d import trilinear
 from .tensor_ops import expand_dims, reshape
 
 __all__ = ["cvt_color", "interpolate", "nms", "remap", "roi_align", "roi_pooling", "warp_affine",
@@ -113,10 +114,35 @@ def _target_size(x: Tensor, mode: str, size, scale_factor) -> tuple[int, int]:
     return _ints("interpolate: size", size)
 
 
+def _target_size_3d(x: Tensor, size, scale_factor) -> tuple[int, int, int]:
+    """MegEngine's dsize for trilinear: floor(float32(in * scale)) per axis, or `size`
+    (an int s means (s, 1, 1), as MegEngine reads it)."""
+    if size is None:
+        if scale_factor is None:
+            raise ValueError("scale_factor must not be None when size is None")
+        scale = (float(scale_factor),) * 3 if isinstance(scale_factor, (float, int)) \
+            else tuple(scale_factor)
+        assert len(scale) == 3, \
+            "shape of scale_factor of interpolate-trilinear must be equal to (3, )"
+        assert all(isinstance(s, (float, int)) for s in scale), \
+            "scale_factor of interpolate must be float/int type"
+        return tuple(int(np.floor(np.float32(x.shape[i + 2] * float(s))))
+                     for i, s in enumerate(scale))
+    if scale_factor is not None:
+        raise ValueError("scale_factor must be None when size is provided")
+    if isinstance(size, int):
+        return size, 1, 1
+    out = _ints("interpolate: size", size)
+    if len(out) != 3:
+        raise ValueError(f"interpolate: trilinear size must have 3 values (D, H, W); got {out}")
+    return out
+
+
 def interpolate(inp: Tensor, size: Optional[Union[int, Tuple[int, int]]] = None,
                 scale_factor: Optional[Union[float, Tuple[float, float]]] = None,
                 mode: str = "bilinear", align_corners: Optional[bool] = None) -> Tensor:
-    """Resize NCHW images (3-d NCW for "linear") to `size` or by `scale_factor`. Without
+    """Resize NCHW images (3-d NCW for "linear", 5-d NCDHW for "trilinear", MegEngine's
+    Resize3D) to `size` or by `scale_factor`. Without
     align_corners this is MegEngine's Resize (half-pixel centres, edge taps clamped);
     with it, a warp_perspective by the corner-aligning scale matrix, as MegEngine does."""
     x = require_tensor("interpolate", inp)
@@ -130,8 +156,10 @@ def interpolate(inp: Tensor, size: Optional[Union[int, Tuple[int, int]]] = None,
     elif align_corners is None:
         align_corners = False
     if mode == "trilinear":
-        raise NotImplementedError("interpolate: trilinear (Resize3D) is not supported by "
-                                  "megtrace yet")
+        assert x.ndim == 5, "under trilinear mode, input tensor must have 5 dimensions"
+        if x.dtype == np.float16:
+            x = cast(x, "float32")
+        return trilinear(x, _target_size_3d(x, size, scale_factor), align_corners)
     if mode == "linear":
         x = expand_dims(x, 3)
     assert x.ndim == 4, "shape of input tensor must correspond to the operartion mode"

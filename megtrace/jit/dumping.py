@@ -72,6 +72,8 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     if not self._entries:
         raise TraceError("trace: call the traced function once before dump()")
     entry = next(iter(self._entries.values()))
+    if entry.undumpable:
+        raise RuntimeError("dump: " + "; ".join(entry.undumpable))
     graph = entry.graph
     graph = _freeze_random_keys(graph, entry)
     if not graph.outputs:

@@ -21,6 +21,8 @@ class TapeItem:
     inputs: tuple[Var, ...]
     outputs: tuple[Var, ...]
     where: str = "<unknown>"       # the user's file:line that applied it
+    raw_params: dict | None = None  # the params as given (SymInts as ints): a replay's
+    #                                 params equal to these bind to `params` (fast check)
 
     def describe(self, index: int) -> str:
         return f"op #{index + 1} ({self.op.name}) traced at {self.where}"
@@ -32,7 +34,8 @@ class Source:
 
     kind: "arg" (a tensor argument), "const" (created inside the function), "captured"
     (an outside tensor frozen by capture_as_const), "external" (an outside tensor that
-    stays an input of the compiled graph), "rng" (the key of a megtrace.random op: an
+    stays an input of the compiled graph), "fed" (created inside the function and fed
+    anew on every call: dispatch.trace_input), "rng" (the key of a megtrace.random op: an
     input of the compiled graph drawn from `stream` on every run).
     """
 
@@ -63,6 +66,26 @@ class TraceEntry:
     symbolic_shape: bool = True                    # Tensor.shape gave SymInts while tracing
     shape_tensors: dict = field(default_factory=dict)   # tensor(x.shape) by expression
     shape_values: dict = field(default_factory=dict)    # shape-arithmetic values used as shapes
+    assigned: list = field(default_factory=list)   # Vars the function assigned to outside tensors
+    undumpable: list = field(default_factory=list)  # reasons dump() refuses (note_undumpable)
+    # (ops recorded before, user file:line) where Python read a traced value (jit/hints.py)
+    value_reads: list[tuple[int, str]] = field(default_factory=list)
+    dims: dict = field(default_factory=dict)       # Var -> its SymShape, shared by replays
+    _captured: list | None = None                  # per tape item, see captured_checks()
+    _reads_seen: int = 0                           # len(value_required) at the last refresh
+
+    def captured_checks(self) -> list[tuple]:
+        """Per tape item, per input: (weakref, version) of the captured outside tensor it
+        was traced on, else None; precomputed once so that a replay recognises an
+        unchanged module parameter without looking anything up."""
+        if self._captured is None:
+            def check(var):
+                source = self.sources.get(var)
+                if source is None or source.kind != "captured":
+                    return None
+                return (source.tensor, source.version)
+            self._captured = [tuple(check(v) for v in item.inputs) for item in self.tape]
+        return self._captured
 
     def const_value(self, var: Var) -> np.ndarray | None:
         return self.full_graph.consts.get(var)
@@ -80,10 +103,29 @@ class TraceEntry:
         return simplify_arith(graph)
 
     def __post_init__(self):
-        extra = [v for v in self.value_required
-                 if v not in self.out_vars and v not in self.full_graph.consts
-                 and v not in self.full_graph.inputs]
-        self.exec_outputs = list(self.out_vars) + extra
+        # `value_required` stays the recorder's own set: Python may read traced values
+        # after the tracing call returns (param.grad after a traced training step), and
+        # MegEngine keeps those readable too (see refresh_outputs)
+        self.refresh_outputs()
+
+    def reads_since_build(self) -> bool:
+        """Whether Python read values the outputs do not hold yet (cheap: reads only grow)."""
+        return len(self.value_required) != self._reads_seen
+
+    def refresh_outputs(self) -> bool:
+        """Make `exec_outputs` the declared outputs plus every value Python has read so
+        far; True when that added values, so a compiled graph must be built again."""
+        self._reads_seen = len(self.value_required)
+        known = set(self.exec_outputs)
+        new = [v for v in (*self.assigned, *self.value_required)
+               if v not in known and v not in self.full_graph.consts
+               and v not in self.full_graph.inputs and v not in self.out_vars]
+        if not self.exec_outputs:
+            self.exec_outputs = list(self.out_vars)
+        elif not new:
+            return False
+        self.exec_outputs += list(dict.fromkeys(new))
+        return bool(new)
 
     def exec_graph(self) -> Graph:
         """The graph that runs: declared outputs plus values read from Python while tracing
@@ -98,3 +140,10 @@ class TraceEntry:
 
 def weak(t) -> Any:
     return weakref.ref(t)
+
+
+def materialize(t, value) -> None:
+    """An outside tensor the traced function assigned becomes a plain tensor holding the
+    value the trace computed for it (MegEngine: the parameter after the step)."""
+    t._value, t._var, t._owner = np.array(value), None, None
+    t._version += 1

@@ -19,6 +19,8 @@ from .location import user_location
 
 
 class TraceRecorder:
+    names_values = True       # module scopes name the graph's values and ops
+
     def __init__(self, *, symbolic: bool, capture_as_const: bool, symbolic_shape: bool = True):
         self.graph = Graph()
         self.symbolic = symbolic
@@ -34,6 +36,7 @@ class TraceRecorder:
         self.sources: dict[Var, Source] = {}
         self.externals: list[Var] = []
         self.value_required: set[Var] = set()
+        self.value_reads: list[tuple[int, str]] = []    # (ops before, file:line): hints.py
         self.read_args: set[Var] = set()                 # arguments whose value Python read
         self._values: dict[Var, np.ndarray] = {}        # known values (args, eager results)
         self._vars: dict[int, Var] = {}
@@ -42,6 +45,9 @@ class TraceRecorder:
         self._names: dict[int, str] = {}
         self._scopes: list[str] = []
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
+        self.assigned: dict[int, Tensor] = {}    # outside tensors given a traced value
+        self.undumpable: list[str] = []          # why `dump` must refuse (note_undumpable)
+        self._fed_created: set[int] = set()      # created inside, fed anew on every call
 
     def _traced(self, var: Var) -> Tensor:
         t = Tensor._wrap(None, var, self)
@@ -76,6 +82,23 @@ class TraceRecorder:
         self._vars.pop(id(t), None)
         self.created(t)
 
+    def created_input(self, t: Tensor) -> None:
+        """`t` (created inside the function) is a graph input fed on every call, unless
+        capture_as_const freezes it (dispatch.trace_input)."""
+        if not self.capture_as_const:
+            self._fed_created.add(id(t))
+            self._keep.append(t)
+
+    def assign(self, t: Tensor) -> None:
+        """Outside tensor `t` is about to hold a traced value (param -= lr * grad): when
+        the function returns it gets that value, and every replay assigns it again."""
+        if id(t) not in self._created:
+            self.assigned[id(t)] = t
+
+    def take_assignments(self) -> list[tuple[Tensor, Var]]:
+        """The outside tensors still holding a traced value, with that value's Var."""
+        return [(t, t._var) for t in self.assigned.values() if t._owner is self]
+
     def var_of(self, t: Tensor) -> Var:
         if t._owner is self:
             return t._var
@@ -85,7 +108,13 @@ class TraceRecorder:
         if var is not None:
             return var
         name = self._names.get(id(t)) or t.name or ""
-        if id(t) in self._created:
+        if id(t) in self._fed_created:
+            var = self.graph.add_input(TensorType(t.shape, t.dtype),
+                                       name or f"fed_{len(self.externals)}")
+            self.sources[var] = Source("fed", weak(t), t._version)
+            self.externals.append(var)
+            self._values[var] = t.numpy()
+        elif id(t) in self._created:
             var = self.graph.add_const(t.numpy(), name)
             self.sources[var] = Source("const")
         elif self.capture_as_const:
@@ -121,13 +150,21 @@ class TraceRecorder:
         if shape is not None and any(self._ours(d) for d in shape):
             node_inputs.append(self._shape_value(shape))
         params = plain(params)
-        outs = self.graph.add_node(op, node_inputs, params, hint)
+        values = out_types = None
+        if op.value_shaped:     # its shapes depend on the values: compute them now
+            values = op.run_eager([self._value_of(v) for v in node_inputs],
+                                  dict(op.bind(params)))
+            out_types = [TensorType.of(np.asarray(v)) for v in values]
+        outs = self.graph.add_node(op, node_inputs, params, hint, out_types=out_types)
         consts = self.graph.consts
         if any(v in self._shape_derived for v in in_vars) and \
                 all(v in self._shape_derived or v in consts for v in in_vars):
             self._shape_derived.update(outs)     # x_shape[:-1], concat([x_shape, ...])
-        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location()))
-        if not self.symbolic and not all(v in consts for v in outs):
+        self.tape.append(TapeItem(op, op.bind(params), tuple(in_vars), outs, user_location(),
+                                  params))
+        if values is not None:
+            self._values.update((v, a) for v, a in zip(outs, values) if v not in consts)
+        elif not self.symbolic and not all(v in consts for v in outs):
             values = op.run_eager([self._value_of(v) for v in node_inputs],
                                   dict(op.bind(params)))
             self._values.update(zip(outs, values))
@@ -217,6 +254,7 @@ class TraceRecorder:
         (In symbolic mode the value is computed now by the NumPy interpreter.)"""
         if t._var not in self.graph.consts:
             self.value_required.add(t._var)
+            self.value_reads.append((len(self.tape), user_location()))
         source = self.sources.get(t._var)
         if source is not None and source.kind == "arg":
             self.read_args.add(t._var)

@@ -11,7 +11,6 @@ replayed it, are the error's detail.
 from __future__ import annotations
 
 import weakref
-from contextlib import nullcontext
 
 import numpy as np
 
@@ -20,26 +19,37 @@ from ..interpreter import evaluate
 from ..ir import Var
 from ..ops import OpDef
 from ..symbolic import dims_of, elems_of, key
+from ..device import as_device
 from ..tensor import Tensor
-from .entry import TapeItem, TraceEntry
+from .entry import TapeItem, TraceEntry, materialize
+from .hints import branch_hint, constant_hint
 from .location import user_location
 
 
 class Replayer:
+    names_values = False      # names come from the tape: Module skips scope()
+
     def __init__(self, entry: TraceEntry, run_compiled, args: dict[Var, np.ndarray]):
         self.entry = entry
         self.pc = 0
+        self._tape = entry.tape
+        self._captured = entry.captured_checks()
+        self._dims = entry.dims
+        self._device = as_device(None)
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
         self._args = args
-        self._fed: dict[Var, Tensor] = {}      # external inputs given a tensor this call
+        self._fed: dict[Var, np.ndarray] = {}  # external inputs: values given this call
+        self._assigned: dict[int, Tensor] = {}  # outside tensors given a traced value
         self._created: set[int] = set()
         self._keep: list[Tensor] = []
         self._results: dict[Var, np.ndarray] | None = None
-        self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+        # Weak references to the traced tensors handed out (a plain list: a WeakSet's
+        # add costs more than the rest of a replayed op); exclude_from_trace reads them.
+        self._live: list[weakref.ref] = []
 
     def _traced(self, var: Var) -> Tensor:
-        t = Tensor._wrap(None, var, self)
-        self._live.add(t)
+        t = _wrap(None, var, self, self._device)
+        self._live.append(_ref(t))
         return t
 
     # -- the Recorder protocol ----------------------------------------------------------
@@ -48,7 +58,10 @@ class Replayer:
 
     def materialize_live(self) -> None:
         """Entering exclude_from_trace (see TraceRecorder.materialize_live)."""
-        for t in list(self._live):
+        alive = {id(t): t for t in (r() for r in self._live) if t is not None}
+        for t in alive.values():
+            if t._owner is not self:
+                continue          # materialized already (a tensor that stood in twice)
             if self._internal(t) and t._var not in self.entry.exec_outputs \
                     and t._var not in self.entry.full_graph.consts:
                 raise TraceError.because(
@@ -58,16 +71,18 @@ class Replayer:
             t._value, t._var, t._owner = np.array(value), None, None
         self._live.clear()
 
-    def scope(self, name: str, tensors: dict):
-        return nullcontext()
-
     def traced_shape(self, var: Var) -> tuple[int, ...]:
         """SymInts as while tracing, so that the function takes the same path (F.zeros of
         a traced shape is an op, not a constant); their expressions are already in the
         graph."""
-        if not self.entry.symbolic_shape or self.entry.const_value(var) is not None:
-            return var.type.shape
-        return dims_of(var)
+        dims = self._dims.get(var)
+        if dims is None:
+            if not self.entry.symbolic_shape or self.entry.const_value(var) is not None:
+                dims = var.type.shape
+            else:
+                dims = dims_of(var)
+            self._dims[var] = dims
+        return dims
 
     def shape_tensor(self, data) -> Var | None:
         """`tensor(x.shape)`: the value traced for the same expression."""
@@ -86,8 +101,47 @@ class Replayer:
     def random_key(self, key: Tensor, stream) -> None:
         """Keys drawn on replay reach the graph through the tape check (_check_input)."""
 
+    def created_input(self, t: Tensor) -> None:
+        """A fed tensor (TraceRecorder.created_input): _check_input feeds its value."""
+
+    def assign(self, t: Tensor) -> None:
+        """Outside tensor `t` takes a value of this replay: `finish` gives it the value
+        (TraceRecorder.assign)."""
+        if id(t) not in self._created:
+            self._assigned[id(t)] = t
+
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
-        tape = self.entry.tape
+        """The op must be the tape's next one, on the same kinds of values. The common
+        case (same op and params, inputs the values the tape names or the unchanged
+        captured parameters) is checked inline; anything else takes `_check`, which
+        raises MegEngine's error or accepts the new value."""
+        index = self.pc
+        tape = self._tape
+        if index < len(tape):
+            item = tape[index]
+            if op is item.op and params == item.raw_params and \
+                    len(inputs) == len(item.inputs):
+                captured = self._captured[index]
+                for i, t in enumerate(inputs):
+                    if t._owner is self:
+                        if t._var is item.inputs[i]:
+                            continue
+                    elif t._owner is None:
+                        cap = captured[i]
+                        if cap is not None and cap[0]() is t and t._version == cap[1]:
+                            continue
+                    break
+                else:
+                    self.pc = index + 1
+                    outs = item.outputs
+                    if len(outs) == 1:
+                        return (self._traced(outs[0]),)
+                    return tuple(self._traced(v) for v in outs)
+        return self._check(op, inputs, params)
+
+    def _check(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict
+               ) -> tuple[Tensor, ...]:
+        tape = self._tape
         if self.pc >= len(tape):
             raise TraceError.because(
                 "too many instructions",
@@ -105,20 +159,22 @@ class Replayer:
         if op is not item.op:
             raise TraceError.because("operator mismatch",
                                      f"operator mismatch: traced {item.op.name}, now "
-                                     f"{op.name}; {here()}")
+                                     f"{op.name}; {here()}\n"
+                                     f"{branch_hint(self.entry, index)}")
         if op.bind(params) != item.params:
             raise TraceError.because("operator mismatch",
                                      f"operator mismatch: {op.name} parameters changed from "
-                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here()}")
+                                     f"{dict(item.params)} to {dict(op.bind(params))}; {here()}"
+                                     f"\n{branch_hint(self.entry, index)}")
         for i, (t, var) in enumerate(zip(inputs, item.inputs)):
-            self._check_input(item, t, var, lambda i=i: f"input {i} of {here()}")
+            self._check_input(item, t, var, lambda i=i: f"input {i} of {here()}", index)
         return tuple(self._traced(v) for v in item.outputs)
 
     def _internal(self, t: Tensor) -> bool:
         """Computed by a traced op during this replay (arguments are external)."""
         return t._owner is self and t._var not in self.entry.sources
 
-    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where) -> None:
+    def _check_input(self, item: TapeItem, t: Tensor, var: Var, where, index: int) -> None:
         if t._owner is not None and t._owner is not self:
             raise TraceError.because("expect external node, got internal",
                                      f"{where()}: a tensor of another trace was used")
@@ -144,7 +200,7 @@ class Replayer:
                 raise TraceError.because(
                     "tensors not equals",
                     f"tensors not equals: {var.name_hint or 'a constant'} changed since it "
-                    f"was traced; {where()}")
+                    f"was traced; {where()}\n{constant_hint(self.entry, index, source.kind)}")
             return
         if t.dtype.name != var.type.dtype:
             raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
@@ -155,7 +211,8 @@ class Replayer:
             raise TraceError.because(
                 "shape mismatch", f"{where()}: {var.name_hint} was traced as "
                 f"{var.type.shape}, now {t.shape} (the compiled graph has static shapes)")
-        self._fed[var] = t
+        # its value now: a later assignment in this call must not change what was fed
+        self._fed[var] = t._value if t._owner is None else t.numpy()
 
     def read_value(self, t: Tensor) -> np.ndarray:
         var = t._var
@@ -184,15 +241,18 @@ class Replayer:
         return self._results[var]
 
     def _feeds(self) -> dict[Var, np.ndarray | None]:
-        """Graph inputs: the arguments, outside tensors as they are now, and whatever this
-        call gave an input in their place (MegEngine feeds an external var the value
-        given there, even another argument)."""
+        """Graph inputs: the arguments, whatever this call gave an input (MegEngine feeds
+        an external var the value given there, even another argument), and outside
+        tensors the replay has not reached yet as they are now."""
         feeds: dict[Var, np.ndarray | None] = dict(self._args)
         for var in self.entry.externals:
-            t = self.entry.sources[var].outside()
-            feeds[var] = t.numpy() if t is not None else None
-        for var, t in self._fed.items():
-            feeds[var] = t.numpy()
+            if var in self._fed:
+                continue
+            source = self.entry.sources[var]
+            t = source.outside() if source.kind != "fed" else None
+            # None (unknown yet) for a tensor that already holds a value of this replay
+            feeds[var] = None if t is None or t._owner is self else t.numpy()
+        feeds.update(self._fed)
         return feeds
 
     def finish(self, leaves: list[Tensor]) -> list[np.ndarray]:
@@ -217,7 +277,14 @@ class Replayer:
                     "while tracing, so the compiled graph does not keep it")
             else:
                 values.append(self.read_value(t))
+        for t in self._assigned.values():
+            if t._owner is self:
+                materialize(t, self.read_value(t))
         return values
+
+
+_wrap = Tensor._wrap
+_ref = weakref.ref
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:

@@ -21,8 +21,8 @@ from ..ir import Graph, Var
 from ..tensor import Tensor
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
-from .entry import TraceEntry
-from .outputs import flatten_outputs, rebuild_outputs
+from .entry import TraceEntry, materialize
+from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
 from .replay import Replayer
 
@@ -122,7 +122,7 @@ class trace:
             leaves = [values[v] if v in values else _source_value(entry, v, feeds)
                       for v in entry.out_vars]
             return rebuild_outputs(entry.out_tree, [Tensor._wrap(v) for v in leaves])
-        return self._replay(entry, args, kwargs, feeds)
+        return self._replay(entry, args, kwargs, feeds, bindings)
 
     def _lookup(self, bindings) -> TraceEntry | None:
         if not self._entries:
@@ -183,19 +183,23 @@ class trace:
     def _record(self, args, kwargs, bindings):
         rec = TraceRecorder(symbolic=self._symbolic, capture_as_const=self._capture_as_const,
                             symbolic_shape=self._symbolic_shape)
-        proxies = {name: rec.bind_input(t, name) for name, t in bindings}
+        proxies = {name: _stand_in(rec.bind_input(t, name), t) for name, t in bindings}
         arg_vars = [(n, p._var) for n, p in proxies.items()]   # proxies may be materialized
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rec):
-            result = self.__wrapped__(*args, **kwargs)
+            result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
         leaves, tree = flatten_outputs(result)
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
+        assignments = rec.take_assignments()
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
-                           out_vars, tree, rec.value_required)
-        unknown = [v for v in entry.externals if entry.sources[v].kind == "external"]
+                           out_vars, tree, rec.value_required,
+                           assigned=[var for _, var in assignments],
+                           undumpable=rec.undumpable,
+                           value_reads=rec.value_reads)
+        unknown = [v for v in entry.externals if entry.sources[v].kind in ("external", "fed")]
         if self._without_host and unknown:
             raise TraceError.with_detail(
                 "have some unknown input tensors in trace result, maybe you can set "
@@ -221,17 +225,27 @@ class trace:
             results = self._run_entry(entry, feeds)
             values = [results[v] if v in results else _source_value(entry, v, feeds)
                       for v in out_vars]
+            for t, var in assignments:
+                materialize(t, results[var] if var in results else _source_value(entry, var,
+                                                                                  feeds))
         else:
             values = rec.output_values(out_vars)
+            for t, var in assignments:
+                materialize(t, rec._value_of(var))
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
-    def _replay(self, entry: TraceEntry, args, kwargs, feeds):
+    def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):
+        if entry.reads_since_build():   # Python read more values after the tracing call
+            with self._build_lock:
+                if entry.refresh_outputs():
+                    entry.compiled = None       # build again, keeping those values too
         rep = Replayer(entry, self._run_entry, feeds)
-        proxies = {name: rep.bind_input(var) for name, var in entry.args}
+        given = dict(bindings)
+        proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rep):
-            result = self.__wrapped__(*args, **kwargs)
+            result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
         leaves, tree = flatten_outputs(result)
         values = rep.finish(leaves)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
@@ -310,6 +324,17 @@ def _check_against_interpreter(graph: Graph, arrays, values) -> None:
                                f"interpreter on {name} (relative error {err:.3g})")
 
 
+def _stand_in(proxy: Tensor, arg: Tensor) -> Tensor:
+    """The traced tensor a function receives for argument `arg` is `arg` for autodiff (a
+    GradManager that attached `arg` differentiates through it) and shares its Python
+    attributes (`proxy.grad` is `arg.grad`), as MegEngine passes the argument itself."""
+    if arg._ad is None:
+        arg._ad = {}           # filled in place when a GradManager records
+    proxy._ad = arg._ad
+    proxy.__dict__ = arg.__dict__
+    return proxy
+
+
 def _check_type(name: str, value, cls) -> None:
     if value is not None and not isinstance(value, cls):
         raise TypeError(f"trace: {name} must be a {cls.__name__} or None; got "
@@ -322,8 +347,11 @@ def _external_feeds(entry: TraceEntry, drawn: dict | None = None) -> dict[Var, n
     feeds = {}
     for var in entry.externals:
         source = entry.sources[var]
+        if drawn is not None and var in drawn:     # the value the trace read (rng: drew)
+            feeds[var] = drawn[var]
+            continue
         if source.kind == "rng":
-            feeds[var] = drawn[var] if drawn is not None else source.stream.next_key()
+            feeds[var] = source.stream.next_key()
             continue
         t = source.outside()
         if t is None:

@@ -2,7 +2,7 @@
 from . import init
 from .activation import (GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Dropout, Embedding,
                          Identity, LeakyReLU, PReLU, Sigmoid, SiLU, Softmax)
-from .batchnorm import BatchNorm1d, BatchNorm2d
+from .batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from .conv import (Conv1d, Conv2d, Conv3d, ConvRelu2d, ConvTranspose2d, ConvTranspose3d,
                    ConvTransposeRelu2d, DeformableConv2d, LocalConv2d)
 from .conv_bn import (ConvBn2d, ConvBnRelu2d, ConvTransposeBn2d, ConvTransposeBnRelu2d,
@@ -12,14 +12,16 @@ from .layers import AvgPool2d, Linear, LinearRelu, MaxPool2d, ReLU, Sequential
 from .module import Module
 from .normalization import GroupNorm, InstanceNorm, LayerNorm
 from .quant_dequant import DequantStub, QuantStub
-from .rnn import LSTMCell, RNNCell
+from .multiheadattn import MultiHeadAttention
+from .rnn import LSTM, RNN, LSTMCell, RNNCell
 
 __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvBn2d", "ConvBnRelu2d",
            "ConvRelu2d", "ConvTranspose2d", "ConvTranspose3d", "ConvTransposeBn2d",
            "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d",
            "DequantStub", "Dropout", "Elemwise", "Embedding", "GELU", "GroupNorm",
-           "Identity", "InstanceNorm", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear",
-           "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d", "MaxPool2d",
-           "Module", "PReLU", "QuantStub", "RNNCell", "ReLU", "Sequential", "SiLU",
-           "Sigmoid", "Softmax", "init"]
+           "Identity", "InstanceNorm", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU",
+           "Linear", "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d",
+           "MaxPool2d", "Module", "MultiHeadAttention", "PReLU", "QuantStub", "RNN",
+           "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "SyncBatchNorm",
+           "init"]

@@ -52,13 +52,16 @@ class _BatchNorm(Module):
         if not self._track_running_stats_saved and self.track_running_stats:
             raise AssertionError("track_running_stats can not be initilized to False and "
                                  "changed to True later")
-        if self.freeze:       # frozen: an affine map from the running statistics
+        if self.freeze:       # frozen: an affine map from the running statistics, and
+            # no gradient reaches weight and bias (MegEngine detaches them)
+            weight = None if self.weight is None else self.weight.detach()
+            bias = None if self.bias is None else self.bias.detach()
             scale = (self.running_var + self.eps) ** (-0.5)
-            if self.weight is not None:
-                scale = scale * self.weight
+            if weight is not None:
+                scale = scale * weight
             shift = -self.running_mean * scale
-            if self.bias is not None:
-                shift = shift + self.bias
+            if bias is not None:
+                shift = shift + bias
             return inp * _to_ndim(scale, inp.ndim) + _to_ndim(shift, inp.ndim)
         momentum = self.momentum if self.training and self.track_running_stats else 0.0
         tracked = self.track_running_stats
@@ -78,6 +81,36 @@ def _to_ndim(t, ndim: int):
     if ndim == 4:
         return t
     return t.reshape((1, t.shape[1]) + (1,) * (ndim - 2))
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm whose statistics MegEngine reduces over a process `group`; megtrace runs
+    in one process, so they are the batch's own. Takes 2-d, 3-d or 4-d inputs."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.9,
+                 affine: bool = True, track_running_stats: bool = True, freeze: bool = False,
+                 group=None, **kwargs):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, freeze,
+                         **kwargs)
+        from ..distributed import WORLD
+        self.group = WORLD if group is None else group
+
+    def _check_input_ndim(self, inp) -> None:
+        if len(inp.shape) not in (2, 3, 4):
+            raise ValueError(f"expected 2D, 3D or 4D input (got {len(inp.shape)}D input)")
+
+    def forward(self, inp):
+        self._check_input_ndim(inp)
+        shape = inp.shape
+        if len(shape) != 4:          # MegEngine pads the shape to (N, C, L, 1)
+            inp = inp.reshape(tuple(shape) + (1,) * (4 - len(shape)))
+        momentum = self.momentum if self.training and self.track_running_stats else 0.0
+        out = F.sync_batch_norm(
+            inp, self.running_mean, self.running_var, self.weight, self.bias,
+            training=(self.training and not self.freeze)
+            or (self.running_mean is None and self.running_var is None),
+            momentum=momentum, eps=self.eps, group=self.group)
+        return out if len(shape) == 4 else out.reshape(shape)
 
 
 class BatchNorm1d(_BatchNorm):

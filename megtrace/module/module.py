@@ -108,7 +108,7 @@ class Module(metaclass=ABCMeta):
             if modified is not None:
                 inputs = modified if isinstance(modified, tuple) else (modified,)
         rec = active_recorder()
-        if rec is None:
+        if rec is None or not rec.names_values:
             outputs = self.forward(*inputs, **kwargs)
         else:
             tensors = {k: v for k, v in self.__dict__.items() if isinstance(v, Tensor)}

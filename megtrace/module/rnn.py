@@ -73,3 +73,193 @@ class LSTMCell(RNNCellBase):
         i, f, g, o = F.split(self._gates(input, h), 4, axis=1)
         c_next = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
         return F.mul(F.sigmoid(o), F.tanh(c_next)), c_next
+
+
+class RNNBase(Module):
+    """Multi-layer, optionally bidirectional recurrences over (seq, batch, feature) input
+    (`batch_first`: (batch, seq, feature)), with MegEngine 1.13's parameters: one
+    `_flatten_weights` Parameter of shape (gate_hidden, columns) is what forward reads,
+    and the per-cell `cells[layer][direction]` modules MegEngine also keeps (initialized,
+    in the state dict, unused by forward).
+
+    `_flatten_weights` is a flat buffer read the way MegEngine's RNN/LSTM kernels read it:
+    cell after cell (layer-major, then direction), each W_ih (gate_hidden, in),
+    W_hh (gate_hidden, hidden), then with `bias` b_ih and b_hh (gate_hidden each).
+    Direction 1 runs the sequence backwards; each layer's output is the directions'
+    hidden states concatenated along features. Composed of matmuls and elementwise ops,
+    so it traces, compiles and dumps as those oprs (MegEngine dumps its own RNN/LSTM
+    oprs)."""
+
+    num_chunks = 1
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0,
+                 bidirectional: bool = False, proj_size: int = 0) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.num_directions = 2 if bidirectional else 1
+        self.proj_size = proj_size
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or \
+                not 0 <= dropout <= 1:
+            raise ValueError("Dropout should be a float in [0, 1], which indicates the "
+                             "probability of an element to be zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        elif proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size > 0:
+            raise NotImplementedError(
+                f"{type(self).__name__}: proj_size > 0 is not supported (MegEngine 1.13's "
+                "flattened weights hold no projection matrix either)")
+        self.cells = [[self.create_cell(layer) for _ in range(self.num_directions)]
+                      for layer in range(num_layers)]
+        self._flatten_weights = Parameter(
+            np.zeros((self.cells[0][0].gate_hidden_size, self._columns()), np.float32))
+        self.reset_parameters()
+
+    def _columns(self) -> int:
+        cols = sum(c.weight_ih.shape[1] + c.weight_hh.shape[1]
+                   for layer in self.cells for c in layer)
+        return cols + (2 * self.num_directions * self.num_layers if self.bias else 0)
+
+    def _layer_input_size(self, layer: int) -> int:
+        return self.input_size if layer == 0 else self.num_directions * self.hidden_size
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _cell_weights(self):
+        """[(W_ih, W_hh, b_ih, b_hh)] per cell (layer-major), sliced from the flat buffer;
+        the biases are None without `bias`."""
+        flat = self._flatten_weights.reshape(-1)
+        g, h = self.cells[0][0].gate_hidden_size, self.hidden_size
+        out, at = [], 0
+
+        def take(*shape):
+            nonlocal at
+            n = int(np.prod(shape))
+            part = flat[at:at + n].reshape(*shape)
+            at += n
+            return part
+        for layer in range(self.num_layers):
+            for _ in range(self.num_directions):
+                w_ih, w_hh = take(g, self._layer_input_size(layer)), take(g, h)
+                b_ih, b_hh = (take(g), take(g)) if self.bias else (None, None)
+                out.append((w_ih, w_hh, b_ih, b_hh))
+        return out
+
+    def _check(self, input: Tensor, states) -> None:
+        name = type(self).__name__
+        if input.ndim != 3:
+            raise ValueError(f"{name}: input must be 3-d (seq_len, batch, input_size) "
+                             f"(batch_first: batch, seq_len, input_size); got shape "
+                             f"{tuple(input.shape)}")
+        if input.shape[2] != self.input_size:
+            raise ValueError(f"{name}: input has {input.shape[2]} features, expected "
+                             f"input_size={self.input_size}")
+        want = (self.num_directions * self.num_layers, input.shape[1], self.hidden_size)
+        for s in states:
+            if tuple(s.shape) != want:
+                raise ValueError(f"{name}: hidden state must have shape {want} "
+                                 f"(num_directions * num_layers, batch, hidden_size); got "
+                                 f"{tuple(s.shape)}")
+
+    def forward(self, input: Tensor, hx=None):
+        if self.batch_first:
+            input = input.transpose((1, 0, 2))          # [seq_len, batch, feature]
+        states = self.init_hidden(input.shape[1], input.dtype) if hx is None else \
+            (hx if isinstance(hx, tuple) else (hx,))
+        self._check(input, states)
+        output, final = self._run(input, [F.split(s, s.shape[0], axis=0) for s in states])
+        if self.batch_first:
+            output = output.transpose((1, 0, 2))
+        return output, self._pack_hidden(final)
+
+    def _run(self, input: Tensor, states):
+        """Every layer and direction; states[k][cell] is state k of that cell, (1, N, H)."""
+        weights = self._cell_weights()
+        seq_len = input.shape[0]
+        finals = [[] for _ in states]
+        x = input
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(self.num_directions):
+                idx = layer * self.num_directions + d
+                w_ih, w_hh, b_ih, b_hh = weights[idx]
+                proj = F.matmul(x, w_ih, transpose_b=True)       # (L, N, G) at once
+                if b_ih is not None:
+                    proj = proj + b_ih
+                cell_state = [s[idx].reshape(s[idx].shape[1:]) for s in states]
+                steps = [None] * seq_len
+                order = range(seq_len) if d == 0 else range(seq_len - 1, -1, -1)
+                for t in order:
+                    gates = proj[t] + F.matmul(cell_state[0], w_hh, transpose_b=True)
+                    if b_hh is not None:
+                        gates = gates + b_hh
+                    cell_state = self._step(gates, cell_state)
+                    steps[t] = cell_state[0]
+                outs.append(F.stack(steps, axis=0))
+                for k, s in enumerate(cell_state):
+                    finals[k].append(s)
+            x = outs[0] if len(outs) == 1 else F.concat(outs, axis=2)
+            if self.training and self.dropout > 0 and layer + 1 < self.num_layers:
+                x = F.nn.dropout(x, self.dropout)
+        return x, [F.stack(f, axis=0) for f in finals]
+
+
+class RNN(RNNBase):
+    """MegEngine 1.13's multi-layer Elman RNN (tanh or relu): returns (output, h_n);
+    output (seq_len, batch, D * hidden) (batch_first: batch first), h_n
+    (D * num_layers, batch, hidden). See RNNBase for the weight layout."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu'; got "
+                             f"{self.nonlinearity!r}")
+        super().__init__(*args, **kwargs)
+
+    def create_cell(self, layer: int) -> RNNCell:
+        return RNNCell(self._layer_input_size(layer), self.hidden_size, self.bias,
+                       self.nonlinearity)
+
+    def init_hidden(self, batch_size: int, dtype="float32"):
+        return (F.zeros((self.num_directions * self.num_layers, batch_size,
+                         self.hidden_size), dtype=dtype),)
+
+    def _step(self, gates, state):
+        return [F.tanh(gates) if self.nonlinearity == "tanh" else F.relu(gates)]
+
+    def _pack_hidden(self, final):
+        return final[0]
+
+
+class LSTM(RNNBase):
+    """MegEngine 1.13's multi-layer LSTM: returns (output, (h_n, c_n)); gates i, f, g, o
+    along the 4 * hidden axis of each cell's weights. See RNNBase for the weight
+    layout."""
+
+    def create_cell(self, layer: int) -> LSTMCell:
+        return LSTMCell(self._layer_input_size(layer), self.hidden_size, self.bias)
+
+    def init_hidden(self, batch_size: int, dtype="float32"):
+        shape = (self.num_directions * self.num_layers, batch_size, self.hidden_size)
+        return (F.zeros(shape, dtype=dtype), F.zeros(shape, dtype=dtype))
+
+    def _step(self, gates, state):
+        h, c = state
+        i, f, g, o = F.split(gates, 4, axis=1)
+        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+        return [F.sigmoid(o) * F.tanh(c), c]
+
+    def _pack_hidden(self, final):
+        return final[0], final[1]

@@ -5,6 +5,8 @@ import numpy as np
 
 from ..errors import ShapeError
 from ._rules import norm_axis
+from .grad_tensor import clip_vjp, leaky_relu_vjp, softmax_vjp
+from .grad_norm import layer_norm_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -25,7 +27,7 @@ def _softmax_infer(x, *, axis):
 register(OpDef("softmax", eager=_softmax_eager, infer=_softmax_infer, params={"axis": -1},
                lower=lambda L, x, *, axis: L.R.nn.softmax(x, axis=axis),
                mge=MgeOpr("Softmax", "Softmax", fields=lambda p: {"axis": p["axis"]},
-                          decode=lambda f: {"axis": f["axis"]})))
+                          decode=lambda f: {"axis": f["axis"]}), vjp=softmax_vjp))
 
 
 # -- leaky_relu (MegEngine: Elemwise PRELU with a scalar slope) -------------------------
@@ -39,6 +41,7 @@ register(OpDef(
     eager=lambda x, *, negative_slope: np.where(x > 0, x, x * negative_slope).astype(x.dtype),
     lower=lambda L, x, *, negative_slope: L.R.nn.leakyrelu(x, alpha=negative_slope),
     mge=MgeComposite(_leaky_emit),
+    vjp=leaky_relu_vjp,
 ))
 
 
@@ -82,7 +85,7 @@ def _clip_infer(x, *, lower, upper):
 
 
 register(OpDef("clip", params={"lower": None, "upper": None}, eager=_clip_eager,
-               infer=_clip_infer, lower=_clip_lower, mge=MgeComposite(_clip_emit)))
+               infer=_clip_infer, lower=_clip_lower, mge=MgeComposite(_clip_emit), vjp=clip_vjp))
 
 
 # -- layer_norm over the last `normalized_dim` axes ---------------------------------------
@@ -124,4 +127,5 @@ LAYER_NORM = MgeOpr("LayerNorm", "LayerNorm", outputs=3, result=0,
                     decode=lambda f: {"eps": f["eps"], "normalized_dim": f["normalized_dim"]})
 
 register(OpDef("layer_norm", params={"eps": 1e-5, "normalized_dim": 1}, eager=_ln_eager,
-               infer=_ln_infer, lower=_ln_lower, mge=MgeComposite(_ln_emit)))
+               infer=_ln_infer, lower=_ln_lower, mge=MgeComposite(_ln_emit),
+               vjp=layer_norm_vjp))

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import same_dtype
+from ._sampling_grad import sample_grads, sample_values
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
 from .shape import BROADCAST
 
@@ -69,6 +70,71 @@ def conv_nd_eager(x: np.ndarray, wg: np.ndarray, stride, padding, dilation) -> n
                 np.tensordot(w[(gi, slice(None), slice(None)) + offs], patch[:, gi],
                              axes=([1], [1])), 0, 1)
     return out.reshape((x.shape[0], g * ocg) + out_sp).astype(x.dtype)
+
+
+# -- gradients of convolution (MegEngine: ConvolutionBackwardData / BackwardFilter) ------
+# Both are convolutions themselves, so backward passes compile like forward ones: the input
+# gradient is the transposed convolution with the same weight, the weight gradient a
+# convolution of the input by the output gradient (batch as channels, stride and dilation
+# swapping roles).
+def _spatial_index(nd: int, sizes) -> tuple:
+    return tuple((2 + i, 0, k, None, None) for i, k in enumerate(sizes))
+
+
+def conv_input_grad(V, g, w, x_shape, nd: int, stride, padding, dilation):
+    """d<g, conv(x, w)>/dx: conv_transpose of g with w (its layout fits as it is)."""
+    kernel = tuple(w.shape[-nd:])
+    extra = tuple((x_shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)
+                  % stride[i] for i in range(nd))
+    return V.apply(f"conv_transpose{nd}d", g, w, stride=tuple(stride), padding=tuple(padding),
+                   output_padding=extra, dilation=tuple(dilation))
+
+
+def conv_weight_grad(V, x, g, w_shape, nd: int, stride, padding, dilation):
+    """d<g, conv(x, w)>/dw for a dense or grouped weight of shape `w_shape`."""
+    grouped = len(w_shape) == nd + 3
+    groups = w_shape[0] if grouped else 1
+    ocg, icg, *kernel = w_shape[-(nd + 2):]
+    n, sp, osp = x.shape[0], tuple(x.shape[2:]), tuple(g.shape[2:])
+    rest = tuple(range(3, 3 + nd))
+    xt = V.apply("reshape", x, shape=(n, groups, icg) + sp)
+    xt = V.apply("transpose", xt, pattern=(2, 1, 0) + rest)
+    xt = V.apply("reshape", xt, shape=(icg, groups * n) + sp)
+    gt = V.apply("reshape", g, shape=(n, groups, ocg) + osp)
+    gt = V.apply("transpose", gt, pattern=(1, 2, 0) + rest)          # (G, OCg, N, *O)
+    if groups == 1:
+        gt = V.apply("reshape", gt, shape=(ocg, n) + osp)
+    out = V.apply(f"conv{nd}d", xt, gt, stride=tuple(dilation), padding=tuple(padding),
+                  dilation=tuple(stride))                           # (ICg, G*OCg, *K')
+    if tuple(out.shape[2:]) != tuple(kernel):
+        out = V.apply("subtensor", out, index=_spatial_index(nd, kernel))
+    out = V.apply("reshape", out, shape=(icg, groups, ocg) + tuple(kernel))
+    out = V.apply("transpose", out, pattern=(1, 2, 0) + rest)         # (G, OCg, ICg, *K)
+    return V.apply("reshape", out, shape=tuple(w_shape))
+
+
+def conv_vjp(nd: int):
+    """`OpDef.vjp` of conv{nd}d(x, w)."""
+    def vjp(V, inputs, outputs, grads, *, stride, padding, dilation, compute_mode="DEFAULT"):
+        (x, w), (g,) = inputs, grads
+        geometry = (nd, stride, padding, dilation)
+        gx = conv_input_grad(V, g, w, tuple(x.shape), *geometry) if V.needs_grad(0) else None
+        gw = conv_weight_grad(V, x, g, tuple(w.shape), *geometry) if V.needs_grad(1) else None
+        return gx, gw
+    return vjp
+
+
+def conv_transpose_vjp(nd: int):
+    """`OpDef.vjp` of conv_transpose{nd}d(x, w), the adjoint of conv{nd}d(., w): x's
+    gradient is the convolution of g by w, w's that of convolving g into x."""
+    def vjp(V, inputs, outputs, grads, *, stride, padding, output_padding, dilation):
+        (x, w), (g,) = inputs, grads
+        geometry = (nd, stride, padding, dilation)
+        gx = V.apply(f"conv{nd}d", g, w, stride=tuple(stride), padding=tuple(padding),
+                     dilation=tuple(dilation)) if V.needs_grad(0) else None
+        gw = conv_weight_grad(V, g, x, tuple(w.shape), *geometry) if V.needs_grad(1) else None
+        return gx, gw
+    return vjp
 
 
 def _conv3d_infer(x, w, *, stride, padding, dilation):
@@ -129,6 +195,7 @@ register(OpDef(
     params={"stride": (1, 1, 1), "padding": (0, 0, 0), "dilation": (1, 1, 1)},
     mge=MgeChoice(lambda types: _CONV3D["GROUP" if types[1].ndim == 6 else "DENSE"],
                   tuple(_CONV3D.values())),
+    vjp=conv_vjp(3),
 ))
 
 
@@ -239,7 +306,7 @@ for _nd in (2, 3):
         _name, eager=_eager, infer=_infer, lower=_lower,
         params={"stride": (1,) * _nd, "padding": (0,) * _nd, "output_padding": (0,) * _nd,
                 "dilation": (1,) * _nd},
-        mge=MgeComposite(_make_transpose_emit(_nd)),
+        mge=MgeComposite(_make_transpose_emit(_nd)), vjp=conv_transpose_vjp(_nd),
     ))
 
 
@@ -306,6 +373,35 @@ def _local_lower(L, x, w, *, stride, padding, dilation):
     return R.reshape(total, (n, g * ocg, oh, ow))
 
 
+def _local_vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+    """Through the windows (sliding_window): y[n,g,o,p] = sum_{c,k} win[n,g,c,p,k] *
+    w[g,p,c,k,o], so gw sums win * g over the batch and gwin (summed back onto the image
+    by sliding_window's own rule) sums w * g over the output channels."""
+    (x, w), (g,) = inputs, grads
+    groups, oh, ow, icg, kh, kw, ocg = w.shape
+    n = x.shape[0]
+    win = V.apply("sliding_window", x, window=(kh, kw), padding=tuple(padding),
+                  stride=tuple(stride), dilation=tuple(dilation))     # (N, C, OH, OW, kh, kw)
+    # common layout (N, G, OH, OW, ICg, kh, kw, OCg)
+    win = V.apply("reshape", win, shape=(n, groups, icg, oh, ow, kh, kw))
+    win = V.apply("expand_dims", V.apply("transpose", win, pattern=(0, 1, 3, 4, 2, 5, 6)),
+                  axis=(7,))
+    gt = V.apply("reshape", g, shape=(n, groups, ocg, oh, ow))
+    gt = V.apply("reshape", V.apply("transpose", gt, pattern=(0, 1, 3, 4, 2)),
+                 shape=(n, groups, oh, ow, 1, 1, 1, ocg))
+    gx = gw = None
+    if V.needs_grad(1):
+        gw = V.apply("reduce", win * gt, mode="sum", axis=(0,), keepdims=False)
+    if V.needs_grad(0):
+        gwin = V.apply("reduce", V.apply("expand_dims", w, axis=(0,)) * gt, mode="sum",
+                       axis=(7,), keepdims=False)                   # (N, G, OH, OW, ICg, kh, kw)
+        gwin = V.apply("transpose", gwin, pattern=(0, 1, 4, 2, 3, 5, 6))
+        gwin = V.apply("reshape", gwin, shape=(n, groups * icg, oh, ow, kh, kw))
+        gx = V.apply("sliding_window_transpose", gwin, out=tuple(x.shape[2:]), window=(kh, kw),
+                     padding=tuple(padding), stride=tuple(stride), dilation=tuple(dilation))
+    return gx, gw
+
+
 register(OpDef(
     "local_conv2d", eager=_local_eager, infer=_local_infer, lower=_local_lower,
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
@@ -314,6 +410,7 @@ register(OpDef(
                decode=lambda f: {"stride": (f["stride_h"], f["stride_w"]),
                                  "padding": (f["pad_h"], f["pad_w"]),
                                  "dilation": (f["dilate_h"], f["dilate_w"])}),
+    vjp=_local_vjp,
 ))
 
 
@@ -386,6 +483,58 @@ def _deform_eager(x, w, offset, mask, *, stride, padding, dilation):
     return out.reshape(n, g * ocg, oh, ow).astype(x.dtype)
 
 
+def _deform_vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+    """MegEngine's DeformableConvBackwardData/BackwardFilter from Tensor ops: the sampled
+    columns (recomputed) give the weight's gradient, the weight spreads g back onto the
+    columns, whose gradient flows into the mask (times the samples), and through the
+    bilinear taps into the image and the offsets (rows first, then columns)."""
+    (x, w, offset, mask), (g,) = inputs, grads
+    groups = w.shape[0] if w.ndim == 5 else 1
+    ocg, icg, kh, kw = w.shape[-4:]
+    n, c = x.shape[:2]
+    oh, ow = offset.shape[2:]
+    taps = kh * kw
+    dg = offset.shape[1] // (2 * taps)
+    per = c // dg
+    channel = lambda t, i: V.apply("reshape", V.apply(  # noqa: E731
+        "subtensor", t, index=((1, i, i + 1, None, None),)), shape=(n, oh, ow))
+    base_y = V.const((np.arange(oh) * stride[0] - padding[0]).reshape(1, oh, 1), offset)
+    base_x = V.const((np.arange(ow) * stride[1] - padding[1]).reshape(1, 1, ow), offset)
+    batch = V.const(np.arange(n).reshape(-1, 1, 1), offset)
+    wk = V.apply("reshape", w, shape=(groups, ocg, icg * taps))
+    gg = V.apply("reshape", g, shape=(n, groups, ocg, oh * ow))
+    gcols = V.apply("matmul", wk, gg, transpose_a=True, transpose_b=False)
+    gcols = V.apply("reshape", gcols, shape=(n, c, taps, oh, ow))
+    cols, gx_parts, goffset, gmask = [], [], [], []
+    for d in range(dg):
+        xd = V.apply("subtensor", x, index=((1, d * per, (d + 1) * per, None, None),))
+        cols_d, gx_d = [], None
+        for t, (i, j) in enumerate(itertools.product(range(kh), range(kw))):
+            oy = channel(offset, d * 2 * taps + 2 * t)
+            ys = base_y + V.const(i * dilation[0], oy) + oy
+            xs = base_x + V.const(j * dilation[1], oy) + channel(offset, d * 2 * taps + 2 * t + 1)
+            m = V.apply("expand_dims", channel(mask, d * taps + t), axis=(1,))
+            sampled = sample_values(V, xd, batch, xs, ys, border="CONSTANT", border_val=0.0)
+            cols_d.append(V.apply("expand_dims", sampled * m, axis=(2,)))
+            gc = V.apply("reshape", V.apply("subtensor", gcols, index=(
+                (1, d * per, (d + 1) * per, None, None), (2, t, t + 1, None, None))),
+                shape=(n, per, oh, ow))
+            gmask.append(V.apply("reduce", gc * sampled, mode="sum", axis=(1,), keepdims=True))
+            gxt, gxs, gys = sample_grads(V, xd, batch, xs, ys, gc * m, border="CONSTANT",
+                                         border_val=0.0)
+            gx_d = gxt if gx_d is None else gx_d + gxt
+            goffset += [V.apply("expand_dims", gys, axis=(1,)),
+                        V.apply("expand_dims", gxs, axis=(1,))]
+        cols.append(V.apply("concat", *cols_d, axis=2) if taps > 1 else cols_d[0])
+        gx_parts.append(gx_d)
+    join = lambda parts: V.apply("concat", *parts, axis=1) if len(parts) > 1 else parts[0]  # noqa
+    col_mat = V.apply("reshape", join(cols), shape=(n, groups, icg * taps, oh * ow))
+    gw = V.apply("matmul", gg, col_mat, transpose_a=False, transpose_b=True)
+    gw = V.apply("reshape", V.apply("reduce", gw, mode="sum", axis=(0,), keepdims=False),
+                 shape=tuple(w.shape))
+    return join(gx_parts), gw, join(goffset), join(gmask)
+
+
 _DEFORM = {sparse: MgeOpr("DeformableConvForward", "Convolution", match={"sparse": sparse},
                           fields=_transpose2d_fields,
                           decode=lambda f: {"stride": (f["stride_h"], f["stride_w"]),
@@ -401,4 +550,5 @@ register(OpDef(
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
     mge=MgeChoice(lambda types: _DEFORM["GROUP" if types[1].ndim == 5 else "DENSE"],
                   tuple(_DEFORM.values())),
+    vjp=_deform_vjp,
 ))

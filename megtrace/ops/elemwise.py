@@ -8,7 +8,8 @@ import numpy as np
 from ..errors import DTypeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .grad_elemwise import binary_vjp, fuse_mul_add3_vjp, unary_vjp
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 from .shape import TYPE_CVT
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -168,11 +169,12 @@ _NEEDS_CONTEXT = {"log1p", "expm1", "hswish", "hsigmoid", "softplus", "logsigmoi
 for _name, _fn, _lower, _mode in _UNARY:
     _lo = _lower if _name in _NEEDS_CONTEXT else (lambda L, x, _l=_lower: _l(L.R, x))
     register(OpDef(_name, eager=_typed(_fn), infer=_unary_infer, lower=_lo,
-                   mge=_elemwise(_mode)))
+                   mge=_elemwise(_mode), vjp=unary_vjp(_name)))
 
 for _name, _fn, _lower, _mode in _BINARY:
     register(OpDef(_name, eager=_typed(_fn), infer=_binary_infer(_name),
-                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode)))
+                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode),
+                   vjp=binary_vjp(_name)))
 
 
 
@@ -194,7 +196,7 @@ def _compare_emit(mode: str, swap: bool) -> MgeComposite:
 for _name, _fn, _lower, _mode, _swap in _COMPARE:
     register(OpDef(_name, eager=_fn, infer=_compare_infer(_name),
                    lower=lambda L, a, b, _l=_lower: _l(L.R, a, b),
-                   mge=_compare_emit(_mode, _swap)))
+                   mge=_compare_emit(_mode, _swap), vjp=NOT_DIFFERENTIABLE))
 
 
 def _logical_infer(name):
@@ -207,7 +209,8 @@ def _logical_infer(name):
 
 for _name, _fn, _lower, _mode in _LOGICAL:
     register(OpDef(_name, eager=_fn, infer=_logical_infer(_name),
-                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode)))
+                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode),
+                   vjp=NOT_DIFFERENTIABLE))
 
 
 def _not_infer(x: TensorType) -> TensorType:
@@ -217,7 +220,8 @@ def _not_infer(x: TensorType) -> TensorType:
 
 
 register(OpDef("logical_not", eager=np.logical_not, infer=_not_infer,
-               lower=lambda L, x: L.R.logical_not(x), mge=_elemwise("NOT")))
+               lower=lambda L, x: L.R.logical_not(x), mge=_elemwise("NOT"),
+               vjp=NOT_DIFFERENTIABLE))
 
 UNARY_NAMES = tuple(r[0] for r in _UNARY)
 BINARY_NAMES = tuple(r[0] for r in _BINARY)
@@ -246,4 +250,5 @@ def _nary_infer(name, arity):
 
 for _name, _arity, _fn, _lower, _mode in _FUSED:
     register(OpDef(_name, eager=_typed(_fn), infer=_nary_infer(_name, _arity),
-                   lower=lambda L, *xs, _l=_lower: _l(L.R, *xs), mge=_elemwise(_mode)))
+                   lower=lambda L, *xs, _l=_lower: _l(L.R, *xs), mge=_elemwise(_mode),
+                   vjp=fuse_mul_add3_vjp if _arity == 3 else binary_vjp(_name)))

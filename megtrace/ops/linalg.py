@@ -6,6 +6,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
+from .grad_tensor import matmul_vjp
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
 from .reduce import REDUCE
 from .shape import CONCAT, GET_VAR_SHAPE, RESHAPE, SUBTENSOR, emit_reshape
@@ -154,4 +155,4 @@ BROADCAST = MgeOpr("Broadcast", "Empty")
 
 register(OpDef("matmul", eager=_matmul_eager, infer=_matmul_infer, lower=_matmul_lower,
                params={"transpose_a": False, "transpose_b": False, "compute_mode": "DEFAULT"},
-               mge=MgeChoice(_matmul_mge, (MATRIX_MUL, BATCHED_MATRIX_MUL))))
+               mge=MgeChoice(_matmul_mge, (MATRIX_MUL, BATCHED_MATRIX_MUL)), vjp=matmul_vjp))

@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import DTypeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .grad_elemwise import binary_vjp, unary_vjp
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 from .shape import TYPE_CVT
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -132,11 +133,12 @@ def _binary_infer(name, integer):
 
 for _name, _fn, _lower, _mge in _UNARY:
     register(OpDef(_name, eager=_typed(_fn), infer=_float_infer(_name),
-                   lower=lambda L, x, _l=_lower: _l(L.R, x), mge=_mge))
+                   lower=lambda L, x, _l=_lower: _l(L.R, x), mge=_mge, vjp=unary_vjp(_name)))
 
 for _name, _fn, _lower, _mode, _int in _BINARY:
     register(OpDef(_name, eager=_typed(_fn), infer=_binary_infer(_name, _int), lower=_lower,
-                   mge=_elemwise(_mode)))
+                   mge=_elemwise(_mode),
+                   vjp=NOT_DIFFERENTIABLE if _int else binary_vjp(_name)))
 
 
 # -- isnan / isinf: bool results ---------------------------------------------------------
@@ -164,9 +166,11 @@ def _check_infer(name):
 
 
 register(OpDef("isnan", eager=np.isnan, infer=_check_infer("isnan"),
-               lower=lambda L, x: L.R.isnan(x), mge=MgeComposite(_isnan_emit)))
+               lower=lambda L, x: L.R.isnan(x), mge=MgeComposite(_isnan_emit),
+               vjp=NOT_DIFFERENTIABLE))
 register(OpDef("isinf", eager=np.isinf, infer=_check_infer("isinf"),
-               lower=lambda L, x: L.R.isinf(x), mge=MgeComposite(_isinf_emit)))
+               lower=lambda L, x: L.R.isinf(x), mge=MgeComposite(_isinf_emit),
+               vjp=NOT_DIFFERENTIABLE))
 
 UNARY_NAMES = tuple(r[0] for r in _UNARY)
 BINARY_NAMES = tuple(r[0] for r in _BINARY)

@@ -9,7 +9,9 @@ their weight's rank and the input's say which of MegEngine's four cases it is:
   channel  blocked input, weight (G/p, 1, 1, FH, FW, p)             (depthwise, sparse=GROUP)
   group    blocked input, weight (G, OCg/p, ICg/p, FH, FW, p_ic, p_oc)
 pool2d_nchwxx is Pooling with format=NCHW88|NCHW44. Each computes as its NCHW op between
-relayouts (eager and in Relax); the point of the layout is the file Lite runs."""
+relayouts (eager and in Relax); the point of the layout is the file Lite runs. They are
+inference-only (only optimize_for_inference writes them, after training), hence declared
+NOT_DIFFERENTIABLE."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +19,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from . import nn
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 
 FORMATS = {8: "NCHW88", 4: "NCHW44"}
 PACK = {v: k for k, v in FORMATS.items()}
@@ -206,11 +208,13 @@ _CONV_PARAMS = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "comput
 
 register(OpDef("conv2d_nchwxx", eager=_conv_eager, infer=_conv_infer, lower=_conv_lower,
                params=dict(_CONV_PARAMS),
-               mge=_conv_emit("Convolution", "Convolution", nn._conv2d_fields)))
+               mge=_conv_emit("Convolution", "Convolution", nn._conv2d_fields),
+               vjp=NOT_DIFFERENTIABLE))
 register(OpDef("conv_bias_nchwxx", eager=_conv_bias_eager, infer=_conv_bias_infer,
                lower=_conv_bias_lower, params={**_CONV_PARAMS, "nonline": "IDENTITY"},
                mge=_conv_emit("ConvBiasForward", "ConvBias",
-                              lambda p: {**nn._conv2d_fields(p), "nonlineMode": p["nonline"]})))
+                              lambda p: {**nn._conv2d_fields(p), "nonlineMode": p["nonline"]}),
+               vjp=NOT_DIFFERENTIABLE))
 
 
 # -- pooling -------------------------------------------------------------------------------
@@ -240,4 +244,4 @@ def _pool_emit(em, types, p, inputs):
 
 register(OpDef("pool2d_nchwxx", eager=_pool_eager, infer=_pool_infer, lower=_pool_lower,
                params={"mode": "max", "kernel": (2, 2), "stride": (2, 2), "padding": (0, 0)},
-               mge=MgeComposite(_pool_emit)))
+               mge=MgeComposite(_pool_emit), vjp=NOT_DIFFERENTIABLE))

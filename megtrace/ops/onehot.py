@@ -6,7 +6,8 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
-from .registry import MgeComposite, MgeOpr, OpDef, get, register
+from .grad_tensor import indexing_one_hot_vjp
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 from .shape import BROADCAST, CONCAT, GET_VAR_SHAPE
 
 INDEXING_SET_ONE_HOT = MgeOpr("IndexingSetOneHot", "Axis")
@@ -42,7 +43,7 @@ register(OpDef("indexing_one_hot", params={"axis": 1}, eager=_pick_eager, infer=
                lower=_pick_lower,
                mge=MgeOpr("IndexingOneHot", "Axis", fields=lambda p: {"axis": p["axis"]},
                           decode=lambda f: {"axis": int(f["axis"])}),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=indexing_one_hot_vjp))
 
 
 # -- one_hot ------------------------------------------------------------------------------
@@ -92,4 +93,4 @@ def _read_set_one_hot(g, opr, ins, _types):
 register(OpDef("one_hot", params={"num_classes": 1}, eager=_one_hot_eager,
                infer=_one_hot_infer, lower=_one_hot_lower, mge=MgeComposite(_one_hot_emit),
                opaque_in_optimize=True,
-               mge_read={"IndexingSetOneHot": _read_set_one_hot}))
+               mge_read={"IndexingSetOneHot": _read_set_one_hot}, vjp=NOT_DIFFERENTIABLE))

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 
 _GOLDEN = 0x9E3779B9
 _MUL1, _MUL2 = 0x7FEB352D, 0x846CA68B
@@ -189,10 +189,11 @@ def _normal_emit(em, types, p, inputs):
 
 
 register(OpDef("rng_uniform", eager=_uniform_np, infer=_uniform_infer, lower=_uniform_rx,
-               mge=MgeComposite(_uniform_emit), params={"shape": (), "seed": 0}))
+               mge=MgeComposite(_uniform_emit), params={"shape": (), "seed": 0},
+               vjp=NOT_DIFFERENTIABLE))
 register(OpDef("rng_normal", eager=_normal_np, infer=_normal_infer, lower=_normal_rx,
                mge=MgeComposite(_normal_emit),
-               params={"shape": (), "mean": 0.0, "std": 1.0, "seed": 0}))
+               params={"shape": (), "mean": 0.0, "std": 1.0, "seed": 0}, vjp=NOT_DIFFERENTIABLE))
 def _params_emit(opr: MgeOpr):
     """GammaRNG/BetaRNG/PoissonRNG take the (broadcast) parameters as inputs."""
     def emit(em, types, p, inputs):
@@ -201,8 +202,11 @@ def _params_emit(opr: MgeOpr):
 
 
 register(OpDef("rng_gamma", eager=_gamma_np, infer=_gamma_infer, params={"seed": 0},
-               interpreted=True, mge=_params_emit(MgeOpr("GammaRNG", "GammaRNG"))))
+               interpreted=True, mge=_params_emit(MgeOpr("GammaRNG", "GammaRNG")),
+               vjp=NOT_DIFFERENTIABLE))
 register(OpDef("rng_beta", eager=_beta_np, infer=_beta_infer, params={"seed": 0},
-               interpreted=True, mge=_params_emit(MgeOpr("BetaRNG", "BetaRNG"))))
+               interpreted=True, mge=_params_emit(MgeOpr("BetaRNG", "BetaRNG")),
+               vjp=NOT_DIFFERENTIABLE))
 register(OpDef("rng_poisson", eager=_poisson_np, infer=_poisson_infer, params={"seed": 0},
-               interpreted=True, mge=_params_emit(MgeOpr("PoissonRNG", "PoissonRNG"))))
+               interpreted=True, mge=_params_emit(MgeOpr("PoissonRNG", "PoissonRNG")),
+               vjp=NOT_DIFFERENTIABLE))

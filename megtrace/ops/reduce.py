@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import norm_axis
+from .grad_tensor import reduce_vjp, reshape_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 _MODES = {  # name: (numpy, relax op name, MegEngine ReduceMode)
@@ -86,7 +87,7 @@ def _reduce_emit(em, types, p, inputs):
 
 register(OpDef("reduce", eager=_reduce_eager, infer=_reduce_infer, lower=_reduce_lower,
                params={"mode": "sum", "axis": None, "keepdims": False, "data_type": "DEFAULT"},
-               mge=MgeComposite(_reduce_emit)))
+               mge=MgeComposite(_reduce_emit), vjp=reduce_vjp))
 
 MODE_BY_MGE = {v[2]: k for k, v in _MODES.items()}
 
@@ -124,8 +125,8 @@ def _axis_emit(method):
 register(OpDef("expand_dims", params={"axis": ()}, infer=_expand_infer,
                eager=lambda x, *, axis: x.reshape(_expand_infer(TensorType.of(x), axis=axis).shape),
                lower=lambda L, x, *, axis: L.R.reshape(x, L.out.shape),
-               mge=_axis_emit("ADD_1")))
+               mge=_axis_emit("ADD_1"), vjp=reshape_vjp))
 register(OpDef("squeeze", params={"axis": ()}, infer=_squeeze_infer,
                eager=lambda x, *, axis: x.reshape(_squeeze_infer(TensorType.of(x), axis=axis).shape),
                lower=lambda L, x, *, axis: L.R.reshape(x, L.out.shape),
-               mge=_axis_emit("REMOVE")))
+               mge=_axis_emit("REMOVE"), vjp=reshape_vjp))

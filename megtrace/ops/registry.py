@@ -2,7 +2,8 @@
 
 An OpDef carries the NumPy reference (`eager`), the shape/dtype rule (`infer`), the
 Relax lowering (`lower`, given `tvm.relax.op` as `R` by relay_bridge, so op files never
-import TVM) and how the op is written to and read from a MegEngine model (`mge`).
+import TVM), how the op is written to and read from a MegEngine model (`mge`) and its
+vector-Jacobian product (`vjp`, see OpDef).
 """
 from __future__ import annotations
 
@@ -16,6 +17,17 @@ import numpy as np
 from ..errors import UnsupportedOpError
 
 _REGISTRY: dict[str, "OpDef"] = {}
+
+
+class _NotDifferentiable:
+    """`OpDef.vjp` of an op no gradient flows through (comparisons, integer results,
+    random numbers, shapes): its outputs never join a gradient tape."""
+
+    def __repr__(self) -> str:
+        return "NOT_DIFFERENTIABLE"
+
+
+NOT_DIFFERENTIABLE = _NotDifferentiable()
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,30 @@ class MgeChoice:
 
 @dataclass(frozen=True, eq=False)
 class OpDef:
+    """One operator, declared once for every layer.
+
+    `vjp` (reverse-mode autodiff, megtrace/autodiff) is one of
+      - `NOT_DIFFERENTIABLE`: no gradient flows through the op (its outputs are never
+        tracked by a GradManager);
+      - a function `vjp(V, inputs, outputs, grads, **params) -> tuple` where `inputs` and
+        `outputs` are the op's Tensors of the forward call, `grads` holds one entry per
+        output (a Tensor of that output's shape and dtype, or None where no gradient
+        reached that output; at least one is a Tensor) and `params` are all the op's
+        params (defaults filled). It returns one entry per input: that input's gradient,
+        a Tensor of exactly the input's shape, or None (no gradient, e.g. integer inputs,
+        the optional shape input, or MegEngine's "no gradient" for floor/ceil/round).
+        It must compute with Tensor operations only (`V.apply(op_name, *tensors, **params)`,
+        `V.F` = megtrace.functional, Tensor operators), never NumPy on values: then the
+        backward pass is itself recorded by `trace`, compiled and higher-order
+        differentiable. `V.sum_to(g, shape)` reduces a broadcast gradient to `shape`;
+        `V.needs_grad(i)` says whether input i's gradient is wanted (skip the others);
+        `V.select(cond, g)`, `V.const(value, like)`, `V.zeros_like(x)` help too
+        (megtrace/autodiff/context.py). tests/autodiff/test_vjp_registry.py checks every
+        rule against finite differences of `eager` on the op's samples.
+      - None: not declared yet; a gradient reaching the op raises at backward time
+        (tests/autodiff/test_vjp_registry.py lists the ops still pending).
+    """
+
     name: str
     eager: Callable[..., Any]
     infer: Callable[..., Any]
@@ -84,10 +120,21 @@ class OpDef:
     # no Relax form exists (matinv, svd): compiled graphs holding it run on the NumPy
     # interpreter instead of failing
     interpreted: bool = False
+    # the output shapes depend on the input values (cond_take): `infer` gives the
+    # largest possible shapes, a trace records the shapes the values had (see
+    # TraceRecorder.record); always `interpreted` too, as compiled graphs are static
+    value_shaped: bool = False
     # how the reader builds the op back from oprs its composite writer emits that the
     # generic 1:1 decode of `mge` cannot read: opr type -> rule(graph, opr, inputs,
     # input_types) returning one value per opr output (fbs/to_graph.py collects them)
     mge_read: Mapping[str, Callable[..., list]] = field(default_factory=dict)
+    # reverse-mode derivative (see the class docstring): a function or NOT_DIFFERENTIABLE
+    vjp: Callable[..., tuple] | _NotDifferentiable | None = None
+
+    def __post_init__(self):
+        if self.value_shaped and not self.interpreted:
+            raise ValueError(f"{self.name}: a value_shaped op must be interpreted (compiled "
+                             "graphs have static shapes)")
 
     def bind(self, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         unknown = set(params) - set(self.params)

@@ -12,7 +12,9 @@ from .. import dtype as _dt
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import norm_axis
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .grad_tensor import (astype_vjp, broadcast_to_vjp, concat_vjp, reshape_vjp,
+                          subtensor_vjp)
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 
 GET_VAR_SHAPE = MgeOpr("GetVarShapeV1", "OptionalAxisV1")
 SUBTENSOR = MgeOpr("Subtensor", "IndexDescMaskDump")
@@ -76,6 +78,7 @@ register(OpDef(
     infer=_reshape_infer,
     lower=lambda L, x, tshape=None, *, shape: L.R.reshape(x, L.out.shape),
     mge=MgeComposite(_reshape_emit),
+    vjp=reshape_vjp,
 ))
 
 
@@ -123,6 +126,7 @@ register(OpDef(
     infer=_flatten_infer,
     lower=lambda L, x, **_: L.R.reshape(x, L.out.shape),
     mge=MgeComposite(_flatten_emit),
+    vjp=reshape_vjp,
 ))
 
 # -- get_shape ------------------------------------------------------------------------
@@ -131,6 +135,7 @@ register(OpDef(
     eager=lambda x: np.array(x.shape, np.int32),
     infer=lambda x: TensorType((x.ndim,), "int32"),
     mge=GET_VAR_SHAPE,
+    vjp=NOT_DIFFERENTIABLE,
 ))
 
 
@@ -185,6 +190,7 @@ register(OpDef(
     "subtensor", params={"index": ()},
     eager=lambda x, *, index: np.array(x[_index_tuple(x.ndim, index)]),
     infer=_subtensor_infer, lower=_subtensor_lower, mge=MgeComposite(_subtensor_emit),
+    vjp=subtensor_vjp,
 ))
 
 
@@ -206,6 +212,7 @@ register(OpDef(
     eager=lambda x, tshape=None, *, shape: np.array(np.broadcast_to(x, shape)),
     lower=lambda L, x, tshape=None, *, shape: L.R.broadcast_to(x, L.out.shape),
     mge=MgeComposite(_broadcast_emit),
+    vjp=broadcast_to_vjp,
 ))
 BROADCAST = MgeOpr("Broadcast", "Empty")
 
@@ -230,6 +237,7 @@ register(OpDef(
     infer=_concat_infer,
     lower=lambda L, *xs, axis: L.R.concat(list(xs), axis=axis),
     mge=CONCAT,
+    vjp=concat_vjp,
 ))
 
 # -- astype ---------------------------------------------------------------------------
@@ -239,4 +247,5 @@ register(OpDef(
     infer=lambda x, *, dtype: TensorType(x.shape, dtype),
     lower=lambda L, x, *, dtype: L.R.astype(x, dtype),
     mge=TYPE_CVT,
+    vjp=astype_vjp,
 ))

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
-from .registry import MgeComposite, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, OpDef, register
 from .shape import CONCAT, GET_VAR_SHAPE
 
 
@@ -28,6 +28,7 @@ register(OpDef(
     infer=lambda x: TensorType((x.ndim,), "int32"),
     lower=_shape_of_lower,
     mge=MgeComposite(lambda em, types, p, inputs: em.opr(GET_VAR_SHAPE, {}, inputs[:1])),
+    vjp=NOT_DIFFERENTIABLE,
 ))
 
 
@@ -58,4 +59,5 @@ def _make_shape_eager(*parts):
 register(OpDef(
     "make_shape", eager=_make_shape_eager, infer=_make_shape_infer,
     lower=_make_shape_lower, mge=MgeComposite(_make_shape_emit),
+    vjp=NOT_DIFFERENTIABLE,
 ))

@@ -6,7 +6,7 @@ from typing import Iterable, Optional, Union
 
 import numpy as np
 
-from ..device import get_default_device
+from ..device import as_device, get_default_device
 from ..dispatch import active_recorder, apply
 from ..tensor import Tensor
 from .stream import KeyStream
@@ -22,8 +22,10 @@ def seed(seed: int) -> None:
     _global.reset(seed)
 
 
-def _key(stream: KeyStream) -> Tensor:
-    key = Tensor._wrap(stream.next_key())
+def _key(stream: KeyStream, device=None) -> Tensor:
+    """The next key of `stream`, on `device`: results live where their inputs do, so the
+    numbers come out on the generator's device (MegEngine's RNG(device=...))."""
+    key = Tensor._wrap(stream.next_key(), device=as_device(device))
     rec = active_recorder()
     if rec is not None:
         rec.random_key(key, stream)
@@ -66,16 +68,16 @@ class RNG:
                 size: Optional[Iterable[int]] = None) -> Tensor:
         """Uniform on [low, high); shape `size` (default (1,))."""
         assert low < high, "Uniform is not defined when low >= high"
-        out = apply("rng_uniform", _key(self._stream), shape=_size(size),
+        out = apply("rng_uniform", _key(self._stream, self._device), shape=_size(size),
                     seed=self._stream.seed)
         if low == 0 and high == 1:
             return out
-        return low + (high - low) * out
+        return out * (high - low) + low     # `out` first: the result stays on its device
 
     def normal(self, mean: float = 0, std: float = 1,
                size: Optional[Iterable[int]] = None) -> Tensor:
         """Gaussian with `mean` and `std`; shape `size` (default (1,))."""
-        return apply("rng_normal", _key(self._stream), shape=_size(size), mean=float(mean),
+        return apply("rng_normal", _key(self._stream, self._device), shape=_size(size), mean=float(mean),
                      std=float(std), seed=self._stream.seed)
 
     def gamma(self, shape: Union[Tensor, float], scale: Union[Tensor, float] = 1,
@@ -83,20 +85,20 @@ class RNG:
         """Gamma(shape, scale); output shape `size` + the parameters' broadcast shape."""
         k, theta = _broadcast_with_size([_as_param(shape, "shape"),
                                          _as_param(scale, "scale")], size)
-        return apply("rng_gamma", _key(self._stream), k, theta, seed=self._stream.seed)
+        return apply("rng_gamma", _key(self._stream, self._device), k, theta, seed=self._stream.seed)
 
     def beta(self, alpha: Union[Tensor, float], beta: Union[Tensor, float],
              size: Optional[Iterable[int]] = None) -> Tensor:
         """Beta(alpha, beta); output shape `size` + the parameters' broadcast shape."""
         a, b = _broadcast_with_size([_as_param(alpha, "alpha"), _as_param(beta, "beta")],
                                     size)
-        return apply("rng_beta", _key(self._stream), a, b, seed=self._stream.seed)
+        return apply("rng_beta", _key(self._stream, self._device), a, b, seed=self._stream.seed)
 
     def poisson(self, lam: Union[float, Tensor],
                 size: Optional[Iterable[int]] = None) -> Tensor:
         """Poisson(lam) as float32; output shape `size` + lam's shape."""
         (lam,) = _broadcast_with_size([_as_param(lam, "lam")], size)
-        return apply("rng_poisson", _key(self._stream), lam, seed=self._stream.seed)
+        return apply("rng_poisson", _key(self._stream, self._device), lam, seed=self._stream.seed)
 
     def permutation(self, n: Union[int, Tensor], *, dtype: str = "int32") -> Tensor:
         """A permutation of range(n) (int32, int16 or float32), or a copy of tensor `n`
@@ -120,11 +122,13 @@ class RNG:
         from .. import functional as F
         if n == 0:
             return Tensor(np.zeros(0, np.int32))
-        keys = apply("rng_uniform", _key(self._stream), shape=(n,), seed=self._stream.seed)
+        keys = apply("rng_uniform", _key(self._stream, self._device), shape=(n,), seed=self._stream.seed)
         return F.topk(keys, n)[1]
 
     def _shuffled(self, inp: Tensor) -> Tensor:
         assert inp.size > 0, "size needs to be greater than 0"
+        if inp.ndim == 0:       # MegEngine's ShuffleRNG sees a scalar as one element
+            inp = inp.reshape((1,))
         return inp[self._order(inp.shape[0])]
 
 

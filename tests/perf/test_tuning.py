@@ -55,7 +55,7 @@ def test_tiny_budget_runs_trials_and_builds(mlp, tmp_path, capsys):
 
 
 def test_cli_tunes_a_model_file_and_exports(mlp, tmp_path, capsys):
-    from megtrace.relay_bridge.cli_tune import main
+    from megtrace.cli.tune import main
     net, x, f = mlp
     f.dump(tmp_path / "mlp.mge", arg_names=["data"], output_names=["out"])
     rc = main([str(tmp_path / "mlp.mge"), "--trials", "1", "--work-dir", str(tmp_path / "w"),

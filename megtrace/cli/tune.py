@@ -1,6 +1,6 @@
-"""megtrace-tune: tune a MegEngine model file with MetaSchedule, optionally export it.
+"""megtrace tune: tune a MegEngine model file with MetaSchedule, optionally export it.
 
-    megtrace-tune model.mge --trials 32 --work-dir tuning [--target aarch64]
+    megtrace tune model.mge --trials 32 --work-dir tuning [--target aarch64]
                   [--threads 2] [--rpc-tracker HOST:PORT --rpc-key KEY] [--export m.so]
 
 The records go to WORK_DIR (one folder per target and thread count); running again
@@ -13,9 +13,11 @@ import json
 import sys
 from typing import Any
 
+from .common import OneLineParser
 
-def _parser(prog: str = "megtrace-tune") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+
+def _parser(prog: str = "megtrace tune") -> argparse.ArgumentParser:
+    p = OneLineParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("model", help="a MegEngine .mge model file")
     p.add_argument("--trials", type=int, default=32, help="trials per task (default 32)")
     p.add_argument("--work-dir", required=True, help="folder of the tuning database")
@@ -37,7 +39,8 @@ def _parser(prog: str = "megtrace-tune") -> argparse.ArgumentParser:
                    help="skip timing the whole model tuned vs untuned")
     p.add_argument("--export", metavar="LIB", default=None,
                    help="write the tuned model as a library (.so) plus manifest")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar or lines (the summary still prints)")
     return p
 
 
@@ -58,16 +61,16 @@ def _remote(tracker: str | None, key: str | None):
     host, _, port = tracker.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"--rpc-tracker: expected HOST:PORT; got {tracker!r}")
-    from .ms_env import RemoteDevice
+    from megtrace.relay_bridge.ms_env import RemoteDevice
     return RemoteDevice(host, int(port), key)
 
 
-def main(argv: list[str] | None = None, prog: str = "megtrace-tune") -> int:
+def main(argv: list[str] | None = None, prog: str = "megtrace tune") -> int:
     args = _parser(prog).parse_args(argv)
     try:
         from megtrace import load_graph
 
-        from .tuning import tune
+        from megtrace.relay_bridge.tuning import tune
         target = _target(args.target)
         remote = _remote(args.rpc_tracker, args.rpc_key)
         model = load_graph(args.model)
@@ -75,15 +78,16 @@ def main(argv: list[str] | None = None, prog: str = "megtrace-tune") -> int:
                        num_threads=args.threads, progress=not args.quiet, base=args.base,
                        remote=remote, keep_only_faster=not args.no_keep_check,
                        compare=not args.no_compare)
-        print(summary)
+        if args.quiet:                  # else tune printed it as a table
+            print(summary)
         if args.export:
-            from .export import export
+            from megtrace.relay_bridge.export import export
             tuned = args.work_dir if summary.tasks else None    # nothing tuned: plain
             done = export(model, args.export, target, tuning_dir=tuned,
                           num_threads=args.threads)
             print(f"exported {done.library} and {done.manifest.name}")
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
-        print(f"megtrace-tune: error: {e}", file=sys.stderr)
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError, ImportError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     return 0
 

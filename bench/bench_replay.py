@@ -1,0 +1,124 @@
+"""What the Python replay costs on top of the compiled graph (issue 11).
+
+    TVM_NUM_THREADS=1 python bench/bench_replay.py [--models demo,resnet18,mobilenetv2]
+        [--ops 400] [--rounds 60]
+
+1. per-op replay overhead: a chain of `--ops` cheap elementwise ops on a 1-element
+   tensor, traced; (default __call__ - without_host) / ops, so the compiled graph's own
+   time cancels out.
+2. per model: the default (replaying) __call__ against without_host on the SAME trace
+   and compiled graph (the flag is flipped between calls), timed alternately so that
+   a shared machine's noise hits both; medians and the ratio.
+Also prints the first call (trace + build) of each model. Figures, not asserts.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
+
+import megtrace as mge  # noqa: E402
+import megtrace.functional as F  # noqa: E402
+from megtrace.jit import trace  # noqa: E402
+
+
+def alternate(calls: dict, rounds: int) -> dict[str, float]:
+    """Median seconds of each callable, called in turn `rounds` times."""
+    for fn in calls.values():
+        fn()
+    samples: dict[str, list[float]] = {k: [] for k in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def traced_pair(fn, x):
+    """(the trace, its default call, its without_host call, first-call seconds, ops
+    recorded) for one trace of `fn`."""
+    tr = trace(fn, symbolic=True, capture_as_const=True)
+    t0 = time.perf_counter()
+    tr(x)
+    first = time.perf_counter() - t0
+
+    def default():
+        tr._without_host = False
+        return tr(x)
+
+    def without_host():
+        tr._without_host = True
+        return tr(x)
+    a, b = default().numpy(), without_host().numpy()
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    return tr, default, without_host, first, len(tr._last_entry.tape)
+
+
+def per_op(ops: int, rounds: int) -> None:
+    """A chain of F.relu on one float: the whole funnel (functional, apply, the tape
+    check) per op, and the tape check (Replayer.record) alone."""
+    from megtrace.dispatch import recording
+    from megtrace.jit.replay import Replayer
+    from megtrace.ops import get
+
+    def chain(x):
+        for _ in range(ops):
+            x = F.relu(x)
+        return x
+    x = mge.tensor(np.ones((1,), np.float32))
+    tr, default, bare, first, n = traced_pair(chain, x)
+    t = alternate({"default": default, "without_host": bare}, rounds)
+    entry = tr._last_entry
+    relu, (arg_name, arg) = get("relu"), entry.args[0]
+
+    def record_only():
+        rep = Replayer(entry, None, {})
+        y = rep.bind_input(arg)
+        with recording(rep):
+            for _ in range(ops):
+                (y,) = rep.record(relu, (y,), {})
+    r = alternate({"record": record_only}, rounds)["record"]
+    print(f"per-op: {n} x F.relu; default {t['default'] * 1e3:.3f} ms, without_host "
+          f"{t['without_host'] * 1e3:.3f} ms -> {(t['default'] - t['without_host']) / n * 1e6:.2f}"
+          f" us/op for the funnel; Replayer.record alone {r / ops * 1e6:.2f} us/op")
+
+
+def model(name: str, rounds: int) -> None:
+    if name == "demo":
+        from megtrace.demo import Net
+        net, shape = Net().eval(), (1, 3, 32, 32)
+    else:
+        from nets import MODELS, build
+        net, shape = build(name), MODELS[name].shape(1)
+    x = mge.tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    _, default, bare, first, n = traced_pair(lambda x: net(x), x)
+
+    t = alternate({"default": default, "without_host": bare}, rounds)
+    d, w = t["default"], t["without_host"]
+    print(f"{name}: first call (trace+build) {first:.2f} s; {n} recorded ops; default "
+          f"{d * 1e3:.3f} ms, without_host {w * 1e3:.3f} ms, ratio {d / w:.3f} "
+          f"(replay {(d - w) / n * 1e6:.2f} us/op)")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="demo,resnet18,mobilenetv2")
+    p.add_argument("--ops", type=int, default=400)
+    p.add_argument("--rounds", type=int, default=60)
+    a = p.parse_args(argv)
+    per_op(a.ops, a.rounds * 5)
+    for name in filter(None, a.models.split(",")):
+        model(name, a.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Gradient tapes: what reverse-mode autodiff records while a GradManager is recording.
+
+A `Tape` is one recording session (MegEngine's `Grad`). A tensor it tracks holds, in its
+`_ad` slot, a map tape -> `_Var` (an identity token for that value in that tape); every
+op applied to a tracked tensor appends a `_Node` (how to turn the gradients of its
+outputs into gradients of its inputs). `backward` walks the nodes in reverse order.
+
+The tape does not compute anything itself: the nodes call the ops' VJPs, which apply
+ordinary Tensor operations. So a backward pass inside `trace` is traced like the forward
+one, and a backward pass inside another recording tape is recorded by it (higher order).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .. import dispatch
+from ..ops import NOT_DIFFERENTIABLE, OpDef
+from .context import VjpContext
+
+_recording: list["Tape"] = []      # tapes that record, oldest first
+
+
+class _Var:
+    """One value in one tape (a token: gradients are keyed by it)."""
+
+    __slots__ = ()
+
+
+class _Node:
+    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars")
+
+    def __init__(self, name, backward, in_vars, in_shapes, out_vars):
+        self.name, self.backward = name, backward
+        self.in_vars, self.in_shapes, self.out_vars = in_vars, in_shapes, out_vars
+
+
+def is_differentiable_dtype(dtype) -> bool:
+    """Gradients exist for floating-point values only (MegEngine: is_differentible_dtype)."""
+    return getattr(dtype, "kind", None) == "f"
+
+
+class Tape:
+    """One recording of operations for reverse-mode differentiation."""
+
+    def __init__(self, name: str = ""):
+        self.name = name
+        self.nodes: list[_Node] = []
+        self.callbacks: dict[_Var, Callable] = {}     # attached values -> grad callback
+        self.group: list[Tape] = [self]               # tapes a backward pass suppresses
+        self.recording = False
+        self.suppressed = 0
+
+    # -- life cycle ---------------------------------------------------------------------
+    def enter(self) -> "Tape":
+        self.recording = True
+        _recording.append(self)
+        dispatch.tape_hook = record_op
+        return self
+
+    def exit(self) -> None:
+        if self in _recording:
+            _recording.remove(self)
+        if not _recording:
+            dispatch.tape_hook = None
+        self.recording = False
+        self.nodes, self.callbacks = [], {}
+
+    def suppress(self) -> None:
+        self.suppressed += 1
+
+    def resume(self) -> None:
+        self.suppressed -= 1
+
+    # -- tracking -----------------------------------------------------------------------
+    def var_of(self, t) -> _Var | None:
+        ad = getattr(t, "_ad", None)
+        return ad.get(self) if ad else None
+
+    def _track(self, t) -> _Var:
+        """A new value of this tape for `t` (and for every Tensor sharing t's value: a
+        Tensor(t) copy, a trace's stand-in for an argument)."""
+        var = _Var()
+        if t._ad is None:
+            t._ad = {}
+        t._ad[self] = var
+        return var
+
+    def wrt(self, tensor, callback: Callable) -> None:
+        """Deliver the gradient of `tensor` (as it is now) to `callback(grad)`."""
+        var = self.var_of(tensor) or self._track(tensor)
+        self.callbacks[var] = callback
+
+    def add_node(self, name: str, backward: Callable, inputs: Sequence, outputs: Sequence):
+        """Record that `outputs` came from `inputs`; `backward(out_grads, wanted)` gives
+        one gradient (or None) per input (`wanted`: which inputs the tape tracks). No node when no input is tracked here."""
+        in_vars = [self.var_of(t) for t in inputs]
+        if not any(v is not None for v in in_vars):
+            return
+        out_vars = [self._track(t) if is_differentiable_dtype(t.dtype) else _Var()
+                    for t in outputs]
+        self.nodes.append(_Node(name, backward, in_vars, [_shape(t) for t in inputs],
+                                out_vars))
+
+    # -- differentiation ------------------------------------------------------------------
+    def backward(self, ys: Sequence, dys: Sequence) -> None:
+        """Propagate `dys` from `ys` back to the attached values and call their callbacks.
+        The recording ends with this call."""
+        if len(ys) != len(dys):
+            raise ValueError(f"backward: {len(ys)} tensor(s) but {len(dys)} gradient(s)")
+        grads: dict[_Var, object] = {}
+        for y, dy in zip(ys, dys):
+            var = self.var_of(y)
+            if var is not None:
+                _accumulate(grads, var, dy)
+        others = [t for t in self.group if t is not self]
+        self.suppress()
+        for t in others:
+            t.suppress()
+        try:
+            for node in reversed(self.nodes):
+                outs = tuple(grads.pop(v, None) for v in node.out_vars)
+                for var, g in zip(node.out_vars, outs):
+                    if g is not None and var in self.callbacks:
+                        self.callbacks.pop(var)(g)
+                if all(g is None for g in outs):
+                    continue
+                in_grads = node.backward(outs, tuple(v is not None for v in node.in_vars))
+                if len(in_grads) != len(node.in_vars):
+                    raise RuntimeError(f"{node.name}: the gradient rule returned "
+                                       f"{len(in_grads)} gradient(s) for "
+                                       f"{len(node.in_vars)} input(s)")
+                for var, g, shape in zip(node.in_vars, in_grads, node.in_shapes):
+                    if var is None or g is None:
+                        continue
+                    _check_shape(node.name, g, shape)
+                    _accumulate(grads, var, g)
+            for var, g in grads.items():
+                callback = self.callbacks.pop(var, None)
+                if callback is not None:
+                    callback(g)
+        finally:
+            for t in others:
+                t.resume()
+            self.resume()
+
+
+def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
+    """dispatch.apply's hook while a tape records: a node for each tape that tracks an
+    input of `op`."""
+    if op.vjp is NOT_DIFFERENTIABLE:
+        return
+    saved: list = []
+    backward, recorded = _op_backward(op, params, saved), False
+    for tape in _recording:
+        if not tape.suppressed and any(tape.var_of(t) is not None for t in inputs):
+            tape.add_node(op.name, backward, inputs, outputs)
+            recorded = True
+    if recorded:
+        # the tensors as they are now (tracked): an in-place update (x += 1) later
+        # rebinds the objects themselves
+        saved[:] = [tuple(map(_snapshot, inputs)), tuple(map(_snapshot, outputs))]
+
+
+def _op_backward(op: OpDef, params: dict, saved: list):
+    def backward(grads, wanted):
+        if op.vjp is None:
+            raise NotImplementedError(f"{op.name}: megtrace has no gradient rule (vjp) for "
+                                      "this operator yet")
+        inputs, outputs = saved
+        return tuple(op.vjp(VjpContext(wanted), inputs, outputs, grads,
+                            **dict(op.bind(params))))
+    return backward
+
+
+def _snapshot(t):
+    copy = type(t)._wrap(t._value, t._var, t._owner, t._device)
+    copy._ad = t._ad
+    return copy
+
+
+def recording_tapes() -> list[Tape]:
+    return [t for t in _recording if not t.suppressed]
+
+
+def _shape(t) -> tuple:
+    return tuple(t.shape)
+
+
+def _check_shape(name: str, g, shape: tuple) -> None:
+    got = tuple(g.shape)
+    if all(isinstance(d, int) for d in got + shape) and got != shape:
+        raise RuntimeError(f"{name}: the gradient rule returned shape {got} for an input "
+                           f"of shape {shape}")
+
+
+def _accumulate(grads: dict, var: _Var, g) -> None:
+    prev = grads.get(var)
+    grads[var] = g if prev is None else prev + g

@@ -1,0 +1,1 @@
+"""megengine.core.autodiff: the Grad engine under GradManager."""

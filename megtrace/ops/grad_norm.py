@@ -1,0 +1,58 @@
+"""Gradient rules (`OpDef.vjp`) of the normalizations: batch_norm in training mode and
+layer_norm. The normalized value is recomputed from the saved input with Tensor ops
+(float32, as MegEngine's BN backward kernels do)."""
+from __future__ import annotations
+
+
+def _normalized(V, x, axes, eps):
+    """(x - mean) * rstd over `axes`, and rstd (both keep the reduced axes)."""
+    mean = V.apply("reduce", x, mode="mean", axis=axes, keepdims=True)
+    centered = x - mean
+    var = V.apply("reduce", centered * centered, mode="mean", axis=axes, keepdims=True)
+    rstd = V.const(1, x) / V.apply("sqrt", var + V.const(eps, x))
+    return centered * rstd, rstd, centered
+
+
+def _mean(V, t, axes):
+    return V.apply("reduce", t, mode="mean", axis=axes, keepdims=True)
+
+
+def _sum(V, t, axes):
+    return V.apply("reduce", t, mode="sum", axis=axes, keepdims=True)
+
+
+def batch_norm_train_vjp(V, inputs, outputs, grads, *, eps):
+    """y = xhat * w + b with batch statistics over N, H, W; the saved mean and variance
+    outputs are differentiable too (their gradients flow back into x)."""
+    (x, w, b), (gy, gmean, gvar) = inputs, grads
+    axes = (0, 2, 3)
+    xhat, rstd, centered = _normalized(V, x, axes, eps)
+    gx = gw = gb = None
+    if gy is not None:
+        gb = _sum(V, gy, axes)
+        gw = _sum(V, gy * xhat, axes)
+        d = gy * w
+        gx = rstd * (d - _mean(V, d, axes) - xhat * _mean(V, d * xhat, axes))
+    count = x.size // x.shape[1]
+    if gmean is not None:
+        extra = V.apply("broadcast_to", gmean * V.const(1 / count, x), shape=tuple(x.shape))
+        gx = extra if gx is None else gx + extra
+    if gvar is not None:
+        extra = gvar * centered * V.const(2 / count, x)
+        gx = extra if gx is None else gx + extra
+    return gx, gw, gb
+
+
+def layer_norm_vjp(V, inputs, outputs, grads, *, eps, normalized_dim):
+    (x, w, b), (g,) = inputs, grads
+    axes = tuple(range(x.ndim - normalized_dim, x.ndim))
+    lead = tuple(range(x.ndim - normalized_dim))
+    xhat, rstd, _ = _normalized(V, x, axes, eps)
+    d = g * w
+    gx = rstd * (d - _mean(V, d, axes) - xhat * _mean(V, d * xhat, axes))
+    if lead:
+        gw = V.apply("reduce", g * xhat, mode="sum", axis=lead, keepdims=False)
+        gb = V.apply("reduce", g, mode="sum", axis=lead, keepdims=False)
+    else:
+        gw, gb = g * xhat, g
+    return gx, gw, gb

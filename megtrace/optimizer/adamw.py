@@ -1,0 +1,41 @@
+"""AdamW (Loshchilov & Hutter): weight decay applied to the update, not the gradient."""
+from __future__ import annotations
+
+from typing import Iterable, Tuple, Union
+
+from ..tensor import Parameter
+from ._adam_moments import adam_direction, check_adam_args
+from .optimizer import Optimizer, hyper, inplace_add_, inplace_update_mode, scalar
+
+
+class AdamW(Optimizer):
+    """AdamW: betas (0.9, 0.999), eps 1e-8, decoupled weight_decay 1e-2."""
+
+    def __init__(self, params: Union[Iterable[Parameter], dict], lr: float,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2):
+        check_adam_args(lr, weight_decay, betas)
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay, betas=betas, eps=eps))
+        self._disable_type_convert = True
+
+    def _create_state(self, param_group: dict) -> None:
+        for param in param_group["params"]:
+            self._add_state(param, "exp_avg")
+            self._add_state(param, "exp_avg_sq")
+            self._add_state(param, "step", initializer=0.0)
+
+    def _updates(self, param_group: dict) -> None:
+        lr, weight_decay = param_group["lr"], param_group["weight_decay"]
+        beta0, beta1 = param_group["betas"]
+        fused = inplace_update_mode()
+        for param in param_group["params"]:
+            if param.grad is None:
+                continue
+            delta = adam_direction(self._state[param], param.grad, beta0, beta1,
+                                   param_group["eps"], fused)
+            if weight_decay != 0.0:
+                delta += param * hyper(weight_decay)
+            if fused:
+                inplace_add_(param, delta, scalar(1.0), hyper(-lr))
+            else:
+                param -= hyper(lr) * delta

@@ -1,0 +1,190 @@
+"""GradManager and Function: MegEngine 1.13's semantics, checked against hand-derived
+gradients (NumPy)."""
+import weakref
+
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.functional as F
+from megtrace.autodiff import Function, GradManager
+
+
+def test_matmul_plus_bias_grads_and_reuse():
+    x = mge.tensor([1.0, 3.0, 5.0]).reshape(1, 3)
+    w = mge.tensor([2.0, 4.0, 6.0]).reshape(3, 1)
+    b = mge.tensor(-1.0)
+    gm = GradManager().attach([w, b])
+    gm.record()
+    gm.backward(F.matmul(x, w) + b)
+    np.testing.assert_equal(w.grad.numpy(), [[1], [3], [5]])
+    np.testing.assert_equal(b.grad.numpy(), 1)
+    with gm:                                 # reused: gradients accumulate
+        gm.backward(F.matmul(x, w) + b, dy=mge.tensor(2.5).reshape(1, 1))
+    np.testing.assert_equal(w.grad.numpy(), [[3.5], [10.5], [17.5]])
+    w.grad = None
+    with gm:
+        gm.backward(F.matmul(x, w) + b)
+    np.testing.assert_equal(w.grad.numpy(), [[1], [3], [5]])
+
+
+def test_backward_without_record_raises():
+    with pytest.raises(RuntimeError, match="no computation history"):
+        GradManager().backward(mge.tensor(1.0))
+
+
+def test_record_twice_raises():
+    gm = GradManager()
+    with gm:
+        with pytest.raises(RuntimeError, match="already recording"):
+            gm.record()
+
+
+def test_attach_rejects_integer_tensors():
+    with pytest.raises(AssertionError, match="floating point dtype"):
+        GradManager().attach(mge.tensor([1, 2]))
+
+
+def test_no_dependency_leaves_grad_none():
+    x, w, unused = mge.tensor(3.0), mge.Parameter(1.0), mge.Parameter(1.0)
+    gm = GradManager().attach([w, unused])
+    with gm:
+        out = x * w
+        _ = unused * out
+        gm.backward(out.sum())
+    assert w.grad is not None and unused.grad is None
+
+
+def test_attach_inside_record_and_callbacks():
+    a = mge.Parameter([1.0])
+    gm = GradManager()
+    seen = []
+    with gm:
+        b = a * 3
+        gm.attach(b, callbacks=lambda t, g: (seen.append(t is b), g * 2)[1])
+        gm.backward(b * b + 1)
+    assert seen == [True]
+    np.testing.assert_allclose(b.grad.numpy(), [12.0])     # 2 * (2 * b)
+
+
+def test_attached_tensors_are_weak():
+    gm = GradManager()
+    x = mge.Tensor(2.0)
+    gm.attach(x)
+    assert gm.attached_tensors()[0] is x
+    ref = weakref.ref(x)
+    del x
+    assert ref() is None and gm.attached_tensors() == []
+
+
+def test_detach_stops_gradient():
+    w = mge.Parameter([2.0, 3.0])
+    gm = GradManager().attach(w)
+    with gm:
+        gm.backward((w * w.detach()).sum())
+    np.testing.assert_allclose(w.grad.numpy(), [2.0, 3.0])
+
+
+def test_inplace_update_keeps_history():
+    w = mge.Parameter([2.0])
+    gm = GradManager().attach(w)
+    with gm:
+        y = w * 1
+        y *= w                       # y = w^2 through _reset
+        gm.backward(y)
+    np.testing.assert_allclose(w.grad.numpy(), [4.0])
+
+
+def test_mlp_softmax_cross_entropy_matches_numpy(rng):
+    x = rng.standard_normal((4, 5)).astype("float32")
+    w1 = rng.standard_normal((5, 6)).astype("float32")
+    w2 = rng.standard_normal((6, 3)).astype("float32")
+    label = np.array([0, 2, 1, 2])
+    W1, W2 = mge.Parameter(w1), mge.Parameter(w2)
+    gm = GradManager().attach([W1, W2])
+    with gm:
+        h = F.relu(F.matmul(mge.tensor(x), W1))
+        p = F.softmax(F.matmul(h, W2), axis=1)
+        loss = -F.log(p[np.arange(4), label]).mean() if False else \
+            -(F.log(p) * mge.tensor(np.eye(3, dtype="float32")[label])).sum() / 4
+        gm.backward(loss)
+    # NumPy reference
+    hp = x @ w1
+    hr = np.maximum(hp, 0)
+    z = hr @ w2
+    e = np.exp(z - z.max(1, keepdims=True))
+    pr = e / e.sum(1, keepdims=True)
+    dz = (pr - np.eye(3)[label]) / 4
+    dw2 = hr.T @ dz
+    dh = dz @ w2.T * (hp > 0)
+    dw1 = x.T @ dh
+    np.testing.assert_allclose(W2.grad.numpy(), dw2, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(W1.grad.numpy(), dw1, rtol=1e-4, atol=1e-5)
+
+
+def test_two_managers_and_higher_order():
+    x = mge.Parameter([0.5, 1.0])
+    outer, inner = GradManager().attach(x), GradManager().attach(x)
+    with outer:
+        with inner:
+            y = F.sin(x)
+            inner.backward(y.sum())
+        first = x.grad
+        x.grad = None
+        outer.backward(first.sum())
+    np.testing.assert_allclose(first.numpy(), np.cos([0.5, 1.0]), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), -np.sin([0.5, 1.0]), rtol=1e-6)
+
+
+def test_group_backward_is_not_recorded_by_the_other():
+    x = mge.Parameter([2.0])
+    gm1, gm2 = GradManager().attach(x), GradManager().attach(x)
+    with gm1 | gm2:
+        y = x * x
+        gm1.backward(y)
+        assert x.grad is not None
+        g = x.grad
+        x.grad = None
+        gm2.backward(y)
+    np.testing.assert_allclose(g.numpy(), [4.0])
+    np.testing.assert_allclose(x.grad.numpy(), [4.0])
+
+
+class _Scale(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * b, a + b
+
+    def backward(self, g1, g2):
+        ga = g1 * 10 if g2 is None else g1 * 10 + g2
+        return ga, None
+
+
+def test_function_custom_backward_and_none_grads():
+    a, b = mge.Parameter([1.0, 2.0]), mge.Parameter([3.0, 4.0])
+    gm = GradManager().attach([a, b])
+    with gm:
+        prod, _ = _Scale()(a, b)
+        gm.backward(prod.sum())
+    np.testing.assert_allclose(a.grad.numpy(), [10.0, 10.0])
+    assert b.grad is None
+
+
+def test_function_rejects_non_tensor_arguments():
+    with pytest.raises(TypeError, match=r"op .* expect type Tensor as inputs"):
+        _Scale()(mge.tensor([1.0]), 1)
+
+
+def test_function_forward_ops_are_not_differentiated():
+    class StopGradient(Function):
+        def forward(self, a):
+            return a * 5
+
+        def backward(self, *_):
+            return None
+
+    a = mge.Parameter([1.0])
+    gm = GradManager().attach(a)
+    with gm:
+        gm.backward((StopGradient()(a * 3) + a * 4).sum())
+    np.testing.assert_allclose(a.grad.numpy(), [4.0])

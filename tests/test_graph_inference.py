@@ -1,0 +1,56 @@
+"""megtrace.utils.comp_graph_tools.GraphInference (MegEngine 1.13's runner of a dumped
+graph) and traced functions returning a shape element (a Tensor, as in MegEngine)."""
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.functional as F
+import megtrace.utils.comp_graph_tools as cgtools
+from megtrace.jit import trace
+
+
+def _arange_length(inp):
+    """The element count of arange(4, 8 * W + 4, 8) for an input of width W: W."""
+    width = inp.shape[-1]
+    return F.arange(4, width * 8 + 4, 8).shape[0]
+
+
+def test_returned_shape_element_is_an_int32_tensor_on_every_call(rng):
+    traced = trace(symbolic=True, capture_as_const=True)(_arange_length)
+    for width in (7, 7, 12):       # record, replay, record again for the new shape
+        out = traced(mge.tensor(rng.uniform(size=(1, 2, 3, width)).astype(np.float32)))
+        assert isinstance(out, mge.Tensor) and out.dtype == np.int32 and out.ndim == 0
+        assert int(out.numpy()) == width
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_graph_inference_runs_a_dump_at_a_new_input_shape(optimize, rng, tmp_path):
+    traced = trace(symbolic=True, capture_as_const=True)(_arange_length)
+    traced(mge.tensor(rng.uniform(size=(1, 3, 24, 24)).astype(np.float32)))
+    path = tmp_path / "len.mge"
+    traced.dump(path, arg_names=["data"], optimize_for_inference=optimize)
+    net = cgtools.GraphInference(str(path))
+    out = net.run(inp_dict={"data": rng.uniform(size=(1, 3, 40, 40)).astype(np.float32)})
+    assert list(out) == ["output_0"] and int(np.asarray(out["output_0"]).reshape(-1)[0]) == 40
+
+
+def test_graph_inference_inputs_and_outputs_by_name(rng, tmp_path):
+    @trace(symbolic=True, capture_as_const=True)
+    def two(a, b):
+        return a + b, a * b
+    a, b = (rng.uniform(size=(2, 3)).astype(np.float32) for _ in range(2))
+    two(mge.tensor(a), mge.tensor(b))
+    path = tmp_path / "two.mge"
+    two.dump(path, arg_names=["a", "b"], output_names=["sum", "prod"])
+    with open(path, "rb") as f:                  # a file object works too
+        net = cgtools.GraphInference(f, outputs=["prod"])
+    assert list(net.run(a, inp_dict={"b": b})) == ["prod"]
+    np.testing.assert_allclose(net.run(a, b)["prod"], a * b, rtol=1e-6)
+    full = cgtools.GraphInference(str(path))
+    np.testing.assert_allclose(full.run(inp_dict={"a": a, "b": b})["sum"], a + b, rtol=1e-6)
+    with pytest.raises(AssertionError, match="This model expects 2 inputs"):
+        full.run(a, b, a)
+    with pytest.raises(AssertionError, match=r"This model expects inputs \['a', 'b'\]"):
+        full.run(inp_dict={"a": a})
+    with pytest.raises(KeyError, match="no output named"):
+        cgtools.GraphInference(str(path), outputs=["nope"])

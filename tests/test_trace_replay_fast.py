@@ -1,0 +1,77 @@
+"""The replay's inline check (Replayer.record's common case) against the full one: what
+it accepts must be what MegEngine accepts, everything else still gets the full check
+and MegEngine's message."""
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.functional as F
+import megtrace.module as M
+from megtrace.jit import TraceError, exclude_from_trace, trace
+
+
+def test_equal_params_of_another_type_still_replay():
+    """A shape given as a list while tracing and as a tuple on replay binds to the same
+    parameters: the inline check declines, the full one accepts."""
+    state = {"shape": [2, 3]}
+
+    @trace(symbolic=True)
+    def fn(x):
+        return F.reshape(x, state["shape"]) * 2
+
+    x = mge.tensor(np.arange(6, dtype=np.float32))
+    want = np.arange(6, dtype=np.float32).reshape(2, 3) * 2
+    np.testing.assert_equal(fn(x).numpy(), want)
+    state["shape"] = (2, 3)
+    np.testing.assert_equal(fn(x).numpy(), want)
+    state["shape"] = (3, 2)
+    with pytest.raises(TraceError, match="operator mismatch"):
+        fn(x)
+
+
+def test_parameter_changed_in_place_is_caught():
+    """An unchanged captured parameter passes inline; the same tensor object with a new
+    value (its version moved) must reach the value comparison."""
+    net = M.Linear(3, 2)
+
+    @trace(symbolic=True, capture_as_const=True)
+    def fn(x):
+        return net(x)
+
+    x = mge.tensor(np.ones((1, 3), np.float32))
+    first = fn(x).numpy()
+    np.testing.assert_equal(fn(x).numpy(), first)
+    net.bias[...] = net.bias + 1
+    with pytest.raises(TraceError, match="tensors not equals"):
+        fn(x)
+
+
+def test_argument_passed_in_place_of_another():
+    """A replay that applies an op to a different argument than when traced goes
+    through the full check (MegEngine feeds the value given there)."""
+    state = {"swap": False}
+
+    @trace(symbolic=True)
+    def fn(a, b):
+        return (b if state["swap"] else a) * 3 + b
+
+    a, b = mge.tensor([1.0, 2.0]), mge.tensor([10.0, 20.0])
+    np.testing.assert_equal(fn(a, b).numpy(), [13.0, 26.0])
+    state["swap"] = True
+    np.testing.assert_equal(fn(a, b).numpy(), [40.0, 80.0])
+
+
+def test_exclude_from_trace_sees_every_live_tensor_once():
+    """Traced tensors alive at exclude_from_trace become plain values on replay too
+    (the replay keeps weak references to what it handed out)."""
+    @trace(symbolic=True)
+    def fn(x):
+        y = x * 2
+        z = y
+        with exclude_from_trace():
+            w = z.numpy().sum()
+        return y + float(w)
+
+    x = mge.tensor([1.0, 2.0])
+    for _ in range(3):
+        np.testing.assert_equal(fn(x).numpy(), [8.0, 10.0])

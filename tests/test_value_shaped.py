@@ -1,0 +1,113 @@
+"""Value-dependent shapes inside a trace: F.cond_take and boolean-mask indexing with a
+mask the traced graph computes. The graph runs on the NumPy interpreter (compiled graphs
+have static shapes), gives NumPy's results for every new mask, and dumps as MegEngine
+dumps it (CondTake, IndexingSetMultiAxisVec), which the real Lite runtime runs."""
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.functional as F
+from megtrace.jit import trace
+
+
+def _pick_full(x, m):
+    return x[m]
+
+
+def _pick_leading(x, m):
+    return x[m]
+
+
+def _pick_middle(x, m):
+    return x[:, m]
+
+
+def _pick_last(x, m):
+    return x[..., m]
+
+
+def _set_from_pick(x, m):
+    y = x * 1
+    y[m] = x[m] * 3
+    return y
+
+
+CASES = [(_pick_full, (2, 3, 4), (2, 3, 4)), (_pick_leading, (2, 3, 4), (2, 3)),
+         (_pick_leading, (2, 3, 4), (2,)), (_pick_middle, (2, 3, 4), (3, 4)),
+         (_pick_last, (2, 3, 4), (4,)), (_set_from_pick, (2, 3, 4), (2, 3, 4)),
+         (_set_from_pick, (2, 3, 4), (2, 3))]
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("fn,x_shape,mask_shape", CASES,
+                         ids=[f"{c[0].__name__}-{len(c[2])}d" for c in CASES])
+def test_mask_indexing_follows_each_calls_mask(fn, x_shape, mask_shape, symbolic, rng):
+    traced = trace(symbolic=symbolic)(lambda x, v: fn(x, v > 0))
+    for _ in range(3):                  # a new mask, so a new result size, every call
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        v = rng.standard_normal(mask_shape).astype(np.float32)
+        want = fn(x.copy(), v > 0)
+        got = traced(mge.tensor(x), mge.tensor(v)).numpy()
+        assert got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_cond_take_traced_with_changing_masks_and_shapes(symbolic, rng):
+    @trace(symbolic=symbolic)
+    def take(x):
+        values, index = F.cond_take(x > 0, x)
+        return values * 2, index
+    for shape in [(3, 3, 3), (3, 3, 3), (0,), (3, 0, 3)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        values, index = take(mge.tensor(x))
+        assert np.array_equal(values.numpy(), x[x > 0] * 2)
+        assert np.array_equal(index.numpy(), np.flatnonzero(x > 0))
+        assert index.dtype == np.int32
+
+
+def test_cond_take_checks_its_operands():
+    x = mge.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="^mask must be bool$"):
+        F.cond_take(x, x)
+    with pytest.raises(TypeError, match="^mask must be a tensor$"):
+        F.cond_take(np.ones((2, 3), bool), x)
+    with pytest.raises(ValueError, match="differs from input shape"):
+        F.cond_take(mge.tensor(np.ones((3, 2), bool)), x)
+
+
+def _ops_of(path):
+    from megtrace.fbs.reader import read_model
+    model = read_model(path.read_bytes())
+    return [o.type for o in model.oprs]
+
+
+@pytest.mark.lite
+@pytest.mark.parametrize("optimize", [False, True])
+def test_mask_dumps_run_in_megengine_lite(optimize, lite, rng, tmp_path):
+    def pick(x):
+        return x[x.sum(axis=2) > 0] * 2
+
+    def take(x):
+        return F.cond_take(x > 0, x)
+
+    for fn, names in ((pick, ["y"]), (take, ["v", "i"]), (_set_from_pick_traced, ["y"])):
+        traced = trace(symbolic=True, capture_as_const=True)(fn)
+        traced(mge.tensor(rng.standard_normal((2, 3, 4)).astype(np.float32)))
+        path = tmp_path / f"{fn.__name__}.mge"
+        traced.dump(path, arg_names=["x"], output_names=names,
+                    optimize_for_inference=optimize)
+        assert "CondTake" in _ops_of(path)
+        for _ in range(2):           # the file is not tied to the traced mask
+            x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+            want = fn(mge.tensor(x))
+            want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
+            outs = lite.run_model(path, {"x": x})
+            loaded = mge.load_graph(path)(x=x)
+            loaded = loaded if isinstance(loaded, list) else [loaded]
+            for name, w, ours in zip(names, want, loaded):
+                assert np.array_equal(outs[name], w)
+                assert np.array_equal(np.asarray(ours.numpy()), w)
+
+
+def _set_from_pick_traced(x):
+    return _set_from_pick(x, x > 0)
