@@ -356,9 +356,9 @@ def _reduce(g, opr, ins, _):
     x = ins[0]
     data_type = {0: "DEFAULT", 2: "DEFAULT", 3: "FLOAT_O16xC32"}[f.get("data_type", 0)]
     if f.get("data_type", 0) and (x.type.dtype == "float16") != (data_type == "FLOAT_O16xC32"):
-        raise UnsupportedModelError(f"Reduce: data_type {f['data_type']} on {x.type.dtype} "
-                                    "input is not supported (float32 results of float16 "
-                                    "input, or float16 results of float32 input)")
+        raise UnsupportedModelError(f"{opr.type}: param Reduce.data_type={f['data_type']!r} "
+                                    f"is not supported on {x.type.dtype} input (megtrace "
+                                    "computes FLOAT_O16xC32 on float16 input only)")
     if f.get("axis", INT_MAX) == INT_MAX:       # reduce to the shape given as 2nd input
         target = [int(d) for d in _const_value(g, ins[1], "Reduce target shape").reshape(-1)]
         if len(target) != x.type.ndim:
