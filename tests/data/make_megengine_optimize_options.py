@@ -121,7 +121,7 @@ def main():
                     f.write(data)
             print(name, option, len(out[name][option]["oprs"]), "oprs")
     with open(os.path.join(HERE, "megengine_optimize_options.json"), "w") as f:
-        json.dump(out, f, indent=0, sort_keys=True)
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
 
 
 if __name__ == "__main__":
