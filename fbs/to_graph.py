@@ -464,16 +464,19 @@ def _index_items(g: Graph, opr: Opr, index_inputs: list[Var]):
     return sorted(rows), sorted(vectors, key=lambda p: p[0])
 
 
-@rule("IndexingMultiAxisVec", "IndexingSetMultiAxisVec")
+_INDEXING_OPS = {"IndexingMultiAxisVec": "indexing_multi_axis_vec",
+                 "IndexingSetMultiAxisVec": "indexing_set_multi_axis_vec",
+                 "IndexingIncrMultiAxisVec": "indexing_incr_multi_axis_vec"}
+
+
+@rule(*_INDEXING_OPS)
 def _indexing(g, opr, ins, _):
-    setting = opr.type == "IndexingSetMultiAxisVec"
-    head = ins[:2] if setting else ins[:1]
+    head = ins[:1] if opr.type == "IndexingMultiAxisVec" else ins[:2]
     rows, vectors = _index_items(g, opr, ins[len(head):])
     if not vectors:
         raise FormatError(f"{opr.type} without an index vector")
     slices = tuple((axis, b, e, s) for axis, b, e, s, _ in rows)
-    name = "indexing_set_multi_axis_vec" if setting else "indexing_multi_axis_vec"
-    return list(g.add_node(get(name), head + [v for _, v in vectors],
+    return list(g.add_node(get(_INDEXING_OPS[opr.type]), head + [v for _, v in vectors],
                            {"slices": slices, "axes": tuple(a for a, _ in vectors)}, _hint(opr)))
 
 

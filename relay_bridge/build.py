@@ -10,7 +10,8 @@ import numpy as np
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
-from .executable import BuildOptions, build_executable, uses_cpu_rules
+from .compile_cache import cached_build
+from .executable import BuildOptions, Built, build_executable, uses_cpu_rules
 from .targets import resolve
 
 __all__ = ["BuildOptions", "CompiledGraph", "InterpretedGraph", "compile_graph", "run_graph",
@@ -34,6 +35,7 @@ class CompiledGraph:
     rules: list[str] = field(default_factory=list)   # CPU rule kernels used (llvm only)
     pipeline: str = "default"                         # "cpu-rules", "default", "fused", "plain"
     kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
+    cached: bool = False       # loaded from the compile cache: a library, not re-exportable
 
     def __post_init__(self):
         kind = self.target.kind.name
@@ -121,18 +123,28 @@ def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
 
 
 def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None,
-                  options: BuildOptions | None = None) -> CompiledGraph:
+                  options: BuildOptions | None = None, cache: bool = True) -> CompiledGraph:
     """Lower `graph` to Relax and build it as `build_executable` decides (opt_level 2 by
     default: the CPU rules on llvm targets unless `rules=False` or MEGTRACE_CPU_RULES=0,
     TVM's default pipeline elsewhere or when the rules fail). Graphs with 0-size values
-    or ops Relax cannot express run on the NumPy interpreter."""
+    or ops Relax cannot express run on the NumPy interpreter. For this machine's CPU the
+    build goes through the persistent compile cache (compile_cache.py) unless `cache`
+    is False or MEGTRACE_COMPILE_CACHE=0."""
     tgt = resolve(target)
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)
-    built = build_executable(graph, tgt, rules=rules, options=options)
+    options = options or BuildOptions()
+
+    def build() -> Built:
+        return build_executable(graph, tgt, rules=rules, options=options)
+    if cache:
+        built = cached_build(graph, tgt, rules, options, build)
+    else:
+        built = build()
     return CompiledGraph(graph, built.target, built.executable, built.seconds,
-                         list(built.rules), built.pipeline, list(built.kernels))
+                         list(built.rules), built.pipeline, list(built.kernels),
+                         cached=built.cached)
 
 
 def run_graph(graph: Graph, inputs: Sequence[np.ndarray], target: Any = None) -> list[np.ndarray]:

@@ -57,6 +57,7 @@ class Built:
     seconds: float
     rules: list[str] = field(default_factory=list)    # CPU rule kernels used (llvm only)
     kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
+    cached: bool = False       # loaded from the compile cache (a library, not an Executable)
 
 
 def is_host(target: Any) -> bool:

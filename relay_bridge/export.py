@@ -92,7 +92,8 @@ def _build(model: Any, graph: Any, target: Any, tuning_dir: Any,
         from .tuning import tuned_executable
         return tuned_executable(graph, target, tuning_dir, num_threads=num_threads)
     tgt = resolve(target)
-    if isinstance(model, CompiledGraph) and str(model.target) == str(tgt):
+    if isinstance(model, CompiledGraph) and str(model.target) == str(tgt) and \
+            not model.cached:
         return Built(model.executable, tgt, model.pipeline, model.build_seconds,
                      list(model.rules))
     return build_executable(graph, tgt, options=options_of(model))

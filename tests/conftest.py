@@ -46,3 +46,8 @@ def rel_err(got, want) -> float:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+# Builds in tests stay builds (a test may watch one happen, e.g. the CPU rules' fallback);
+# tests/perf/test_compile_cache.py turns the persistent compile cache on where it wants it.
+os.environ.setdefault("MEGTRACE_COMPILE_CACHE", "0")

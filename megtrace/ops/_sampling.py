@@ -51,9 +51,11 @@ def round_to(values: np.ndarray, dtype) -> np.ndarray:
 def sample_np(src: np.ndarray, batch: np.ndarray, xs: np.ndarray, ys: np.ndarray, *,
               border: str, border_val: float, nearest: bool = False) -> np.ndarray:
     """src (N, C, H, W); batch (M,) source image per output; xs, ys (M, OH, OW) float32
-    source columns/rows. Returns (M, C, OH, OW) float32 (before rounding)."""
+    source columns/rows. Returns (M, C, OH, OW) float32 (before rounding); float64 inputs
+    are sampled in float64 (gradient checks by finite differences)."""
     h, w = src.shape[2:]
-    img = src.astype(np.float32).transpose(0, 2, 3, 1)     # N, H, W, C
+    work = np.promote_types(np.promote_types(src.dtype, xs.dtype), np.float32)
+    img = src.astype(work).transpose(0, 2, 3, 1)     # N, H, W, C
     b = batch.reshape(-1, 1, 1)
     bv = np.float32(border_val)
 
@@ -77,7 +79,7 @@ def sample_np(src: np.ndarray, batch: np.ndarray, xs: np.ndarray, ys: np.ndarray
                + tap(y0 + 1, x0) * (one - ax) * ay + tap(y0 + 1, x0 + 1) * ax * ay)
         if border == "CONSTANT":
             out = np.where(np.isfinite(out), out, bv)
-    return out.transpose(0, 3, 1, 2).astype(np.float32)
+    return out.transpose(0, 3, 1, 2).astype(work)
 
 
 # -- Relax --------------------------------------------------------------------------------

@@ -223,12 +223,41 @@ def _set_emit(em, types, p, inputs):
     return em.opr(INDEXING_SET, {"items": items}, [inputs[0], inputs[1], *extra])
 
 
+# -- gradients (MegEngine: IndexingIncrMultiAxisVec / IndexingMultiAxisVec) ----------------
+def _get_vjp(V, inputs, outputs, grads, *, slices, axes):
+    """Each read element's gradient is added back where it was read (repeats add up)."""
+    x, idx = inputs[0], inputs[1:]
+    gx = V.apply("indexing_incr_multi_axis_vec", V.zeros_like(x), grads[0], *idx,
+                 slices=slices, axes=axes)
+    return (gx,) + (None,) * len(idx)
+
+
+def _set_vjp(V, inputs, outputs, grads, *, slices, axes):
+    """The overwritten elements of x get no gradient; v gets what reached them (of values
+    written to one element twice, only the one that stayed)."""
+    x, v, idx = inputs[0], inputs[1], inputs[2:]
+    g = grads[0]
+    index = {"slices": slices, "axes": axes}
+    gx = V.apply("indexing_set_multi_axis_vec", g, V.zeros_like(v), *idx, **index) \
+        if V.needs_grad(0) else None
+    gv = None
+    if V.needs_grad(1):
+        gv = V.apply("indexing_multi_axis_vec", g, *idx, **index)
+        board = V.F.full(tuple(x.shape), -1, dtype="int32")
+        ids = V.const(np.arange(v.size).reshape(tuple(v.shape)), board)
+        kept = V.apply("indexing_multi_axis_vec",
+                       V.apply("indexing_set_multi_axis_vec", board, ids, *idx, **index),
+                       *idx, **index)
+        gv = V.select(V.apply("eq", kept, ids), gv)
+    return (gx, gv) + (None,) * len(idx)
+
+
 register(OpDef("indexing_multi_axis_vec", params={"slices": (), "axes": ()},
                eager=_get_eager, infer=_get_infer, lower=_get_lower,
-               mge=MgeComposite(_get_emit), opaque_in_optimize=True))
+               mge=MgeComposite(_get_emit), opaque_in_optimize=True, vjp=_get_vjp))
 register(OpDef("indexing_set_multi_axis_vec", params={"slices": (), "axes": ()},
                eager=_set_eager, infer=_set_infer, lower=_set_lower,
-               mge=MgeComposite(_set_emit), opaque_in_optimize=True))
+               mge=MgeComposite(_set_emit), opaque_in_optimize=True, vjp=_set_vjp))
 
 
 # -- set_subtensor ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
-from .registry import MgeOpr, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeOpr, OpDef, register
 
 _LUMA = (0.299, 0.587, 0.114)          # R, G, B weights
 _GRAY_FIXED = (4899, 9617, 1868)       # the same, in units of 2**-14
@@ -99,8 +99,9 @@ def _lower(L, x, *, mode):
                      R.add(y, R.multiply(f(1.14), v))], axis=3)
 
 
+# MegEngine's CvtColor declares no gradient rule: none flows through it here either.
 register(OpDef("cvt_color", params={"mode": "RGB2GRAY"}, eager=_eager, infer=_infer,
                lower=_lower,
                mge=MgeOpr("CvtColor", "CvtColor", fields=lambda p: {"mode": p["mode"]},
                           decode=lambda f: {"mode": f["mode"]}),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=NOT_DIFFERENTIABLE))

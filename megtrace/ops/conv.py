@@ -71,6 +71,71 @@ def conv_nd_eager(x: np.ndarray, wg: np.ndarray, stride, padding, dilation) -> n
     return out.reshape((x.shape[0], g * ocg) + out_sp).astype(x.dtype)
 
 
+# -- gradients of convolution (MegEngine: ConvolutionBackwardData / BackwardFilter) ------
+# Both are convolutions themselves, so backward passes compile like forward ones: the input
+# gradient is the transposed convolution with the same weight, the weight gradient a
+# convolution of the input by the output gradient (batch as channels, stride and dilation
+# swapping roles).
+def _spatial_index(nd: int, sizes) -> tuple:
+    return tuple((2 + i, 0, k, None, None) for i, k in enumerate(sizes))
+
+
+def conv_input_grad(V, g, w, x_shape, nd: int, stride, padding, dilation):
+    """d<g, conv(x, w)>/dx: conv_transpose of g with w (its layout fits as it is)."""
+    kernel = tuple(w.shape[-nd:])
+    extra = tuple((x_shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)
+                  % stride[i] for i in range(nd))
+    return V.apply(f"conv_transpose{nd}d", g, w, stride=tuple(stride), padding=tuple(padding),
+                   output_padding=extra, dilation=tuple(dilation))
+
+
+def conv_weight_grad(V, x, g, w_shape, nd: int, stride, padding, dilation):
+    """d<g, conv(x, w)>/dw for a dense or grouped weight of shape `w_shape`."""
+    grouped = len(w_shape) == nd + 3
+    groups = w_shape[0] if grouped else 1
+    ocg, icg, *kernel = w_shape[-(nd + 2):]
+    n, sp, osp = x.shape[0], tuple(x.shape[2:]), tuple(g.shape[2:])
+    rest = tuple(range(3, 3 + nd))
+    xt = V.apply("reshape", x, shape=(n, groups, icg) + sp)
+    xt = V.apply("transpose", xt, pattern=(2, 1, 0) + rest)
+    xt = V.apply("reshape", xt, shape=(icg, groups * n) + sp)
+    gt = V.apply("reshape", g, shape=(n, groups, ocg) + osp)
+    gt = V.apply("transpose", gt, pattern=(1, 2, 0) + rest)          # (G, OCg, N, *O)
+    if groups == 1:
+        gt = V.apply("reshape", gt, shape=(ocg, n) + osp)
+    out = V.apply(f"conv{nd}d", xt, gt, stride=tuple(dilation), padding=tuple(padding),
+                  dilation=tuple(stride))                           # (ICg, G*OCg, *K')
+    if tuple(out.shape[2:]) != tuple(kernel):
+        out = V.apply("subtensor", out, index=_spatial_index(nd, kernel))
+    out = V.apply("reshape", out, shape=(icg, groups, ocg) + tuple(kernel))
+    out = V.apply("transpose", out, pattern=(1, 2, 0) + rest)         # (G, OCg, ICg, *K)
+    return V.apply("reshape", out, shape=tuple(w_shape))
+
+
+def conv_vjp(nd: int):
+    """`OpDef.vjp` of conv{nd}d(x, w)."""
+    def vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+        (x, w), (g,) = inputs, grads
+        geometry = (nd, stride, padding, dilation)
+        gx = conv_input_grad(V, g, w, tuple(x.shape), *geometry) if V.needs_grad(0) else None
+        gw = conv_weight_grad(V, x, g, tuple(w.shape), *geometry) if V.needs_grad(1) else None
+        return gx, gw
+    return vjp
+
+
+def conv_transpose_vjp(nd: int):
+    """`OpDef.vjp` of conv_transpose{nd}d(x, w), the adjoint of conv{nd}d(., w): x's
+    gradient is the convolution of g by w, w's that of convolving g into x."""
+    def vjp(V, inputs, outputs, grads, *, stride, padding, output_padding, dilation):
+        (x, w), (g,) = inputs, grads
+        geometry = (nd, stride, padding, dilation)
+        gx = V.apply(f"conv{nd}d", g, w, stride=tuple(stride), padding=tuple(padding),
+                     dilation=tuple(dilation)) if V.needs_grad(0) else None
+        gw = conv_weight_grad(V, g, x, tuple(w.shape), *geometry) if V.needs_grad(1) else None
+        return gx, gw
+    return vjp
+
+
 def _conv3d_infer(x, w, *, stride, padding, dilation):
     same_dtype("conv3d", x, w)
     _check_params("conv3d", stride, padding, dilation)
@@ -129,6 +194,7 @@ register(OpDef(
     params={"stride": (1, 1, 1), "padding": (0, 0, 0), "dilation": (1, 1, 1)},
     mge=MgeChoice(lambda types: _CONV3D["GROUP" if types[1].ndim == 6 else "DENSE"],
                   tuple(_CONV3D.values())),
+    vjp=conv_vjp(3),
 ))
 
 
@@ -239,7 +305,7 @@ for _nd in (2, 3):
         _name, eager=_eager, infer=_infer, lower=_lower,
         params={"stride": (1,) * _nd, "padding": (0,) * _nd, "output_padding": (0,) * _nd,
                 "dilation": (1,) * _nd},
-        mge=MgeComposite(_make_transpose_emit(_nd)),
+        mge=MgeComposite(_make_transpose_emit(_nd)), vjp=conv_transpose_vjp(_nd),
     ))
 
 
@@ -306,6 +372,35 @@ def _local_lower(L, x, w, *, stride, padding, dilation):
     return R.reshape(total, (n, g * ocg, oh, ow))
 
 
+def _local_vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+    """Through the windows (sliding_window): y[n,g,o,p] = sum_{c,k} win[n,g,c,p,k] *
+    w[g,p,c,k,o], so gw sums win * g over the batch and gwin (summed back onto the image
+    by sliding_window's own rule) sums w * g over the output channels."""
+    (x, w), (g,) = inputs, grads
+    groups, oh, ow, icg, kh, kw, ocg = w.shape
+    n = x.shape[0]
+    win = V.apply("sliding_window", x, window=(kh, kw), padding=tuple(padding),
+                  stride=tuple(stride), dilation=tuple(dilation))     # (N, C, OH, OW, kh, kw)
+    # common layout (N, G, OH, OW, ICg, kh, kw, OCg)
+    win = V.apply("reshape", win, shape=(n, groups, icg, oh, ow, kh, kw))
+    win = V.apply("expand_dims", V.apply("transpose", win, pattern=(0, 1, 3, 4, 2, 5, 6)),
+                  axis=(7,))
+    gt = V.apply("reshape", g, shape=(n, groups, ocg, oh, ow))
+    gt = V.apply("reshape", V.apply("transpose", gt, pattern=(0, 1, 3, 4, 2)),
+                 shape=(n, groups, oh, ow, 1, 1, 1, ocg))
+    gx = gw = None
+    if V.needs_grad(1):
+        gw = V.apply("reduce", win * gt, mode="sum", axis=(0,), keepdims=False)
+    if V.needs_grad(0):
+        gwin = V.apply("reduce", V.apply("expand_dims", w, axis=(0,)) * gt, mode="sum",
+                       axis=(7,), keepdims=False)                   # (N, G, OH, OW, ICg, kh, kw)
+        gwin = V.apply("transpose", gwin, pattern=(0, 1, 4, 2, 3, 5, 6))
+        gwin = V.apply("reshape", gwin, shape=(n, groups * icg, oh, ow, kh, kw))
+        gx = V.apply("sliding_window_transpose", gwin, out=tuple(x.shape[2:]), window=(kh, kw),
+                     padding=tuple(padding), stride=tuple(stride), dilation=tuple(dilation))
+    return gx, gw
+
+
 register(OpDef(
     "local_conv2d", eager=_local_eager, infer=_local_infer, lower=_local_lower,
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
@@ -314,6 +409,7 @@ register(OpDef(
                decode=lambda f: {"stride": (f["stride_h"], f["stride_w"]),
                                  "padding": (f["pad_h"], f["pad_w"]),
                                  "dilation": (f["dilate_h"], f["dilate_w"])}),
+    vjp=_local_vjp,
 ))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._sampling import sample_np, sample_relax
-from .registry import MgeOpr, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeOpr, OpDef, register
 
 
 def _rois(name: str, x, rois) -> None:
@@ -199,8 +199,9 @@ def _nms_eager(boxes, *, iou_thresh, max_output):
     return idx, np.array([len(kept)], np.int32)
 
 
+# integer outputs: no gradient (MegEngine's NMSKeep has none either)
 register(OpDef("nms_keep", params={"iou_thresh": 0.5, "max_output": 1},
-               eager=_nms_eager, infer=_nms_infer))
+               eager=_nms_eager, infer=_nms_infer, vjp=NOT_DIFFERENTIABLE))
 
 
 # -- deformable_psroi_pooling -------------------------------------------------------------

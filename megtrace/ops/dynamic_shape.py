@@ -35,5 +35,16 @@ COND_TAKE = MgeOpr("CondTake", "CondTake", fields=lambda p: {"mode": 0, "val": 1
                                                              "eps": 1e-6},
                    decode=lambda f: {}, outputs=2, results=(0, 1))
 
+def _cond_take_vjp(V, inputs, outputs, grads):
+    """The taken values' gradient goes back to their flat positions (MegEngine's CondTake
+    rule); the mask and the indices have none."""
+    (x, _), (_, index), (g, _) = inputs, outputs, grads
+    if g is None:
+        return None, None
+    flat = V.apply("broadcast_to", V.const(0, g), shape=(x.size,))
+    flat = V.apply("indexing_incr_multi_axis_vec", flat, g, index, axes=(0,))
+    return V.apply("reshape", flat, shape=tuple(x.shape)), None
+
+
 register(OpDef("cond_take", eager=_cond_take_eager, infer=_cond_take_infer,
-               interpreted=True, value_shaped=True, mge=COND_TAKE))
+               interpreted=True, value_shaped=True, mge=COND_TAKE, vjp=_cond_take_vjp))

@@ -55,9 +55,48 @@ def _adaptive_emit(em, types, p, inputs):
                   [inputs[0], em.const(np.array(p["out"], np.int32))])
 
 
+def _int_const(V, values, like):
+    return V.apply("astype", V.const(values, like), dtype="int32")
+
+
+def _bin_matrix(size: int, out: int) -> np.ndarray:
+    """(out, size): row i averages bin i."""
+    m = np.zeros((out, size))
+    for i, (a, b) in enumerate(_bins(size, out)):
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _adaptive_vjp(V, inputs, outputs, grads, *, mode, out):
+    (x,), (y,), (g,) = inputs, outputs, grads
+    n, c, h, w = x.shape
+    if mode == "average":       # y = Mh x Mw^T per image, so gx = Mh^T g Mw
+        mh = V.const(_bin_matrix(h, out[0]).T.reshape(1, 1, h, out[0]), g)
+        mw = V.const(_bin_matrix(w, out[1]).reshape(1, 1, out[1], w), g)
+        return (V.apply("matmul", mh, V.apply("matmul", g, mw)),)
+    if h % out[0] == 0 and w % out[1] == 0:     # bins tile the image: compare upsampled
+        rows = _int_const(V, np.arange(h) // (h // out[0]), g)
+        cols = _int_const(V, np.arange(w) // (w // out[1]), g)
+        up = lambda t: V.apply("take", V.apply("take", t, rows, axis=2), cols, axis=3)  # noqa
+        return (V.select(V.apply("eq", x, up(y)), up(g)),)
+    total = None                # overlapping bins: each bin's share, padded back
+    for i, (h0, h1) in enumerate(_bins(h, out[0])):
+        for j, (w0, w1) in enumerate(_bins(w, out[1])):
+            cell = ((2, i, i + 1, None, None), (3, j, j + 1, None, None))
+            region = V.apply("subtensor", x, index=((2, h0, h1, None, None),
+                                                    (3, w0, w1, None, None)))
+            hit = V.apply("eq", region, V.apply("subtensor", y, index=cell))
+            share = V.select(hit, V.apply("broadcast_to", V.apply("subtensor", g, index=cell),
+                                          shape=tuple(region.shape)))
+            share = V.apply("pad", share, pad_width=((0, 0), (0, 0), (h0, h - h1),
+                                                     (w0, w - w1)))
+            total = share if total is None else total + share
+    return (total,)
+
+
 register(OpDef("adaptive_pool2d", params={"mode": "average", "out": (1, 1)},
                eager=_adaptive_eager, infer=_adaptive_infer, lower=_adaptive_lower,
-               mge=MgeComposite(_adaptive_emit)))
+               mge=MgeComposite(_adaptive_emit), vjp=_adaptive_vjp))
 
 # -- pad ----------------------------------------------------------------------------------
 _PAD_MODES = {"constant": ("constant", "CONSTANT"), "reflect": ("reflect", "REFLECT"),
@@ -104,7 +143,28 @@ def _pad_fields(p):
     return fields
 
 
+def _pad_vjp(V, inputs, outputs, grads, *, pad_width, mode, value):
+    """constant: the inner block of g; edge modes: every read of a source row adds up
+    (the source-index gathers of the lowering, undone axis by axis)."""
+    (x,), (g,) = inputs, grads
+    if mode == "constant":
+        index = tuple((axis, a, a + d, None, None)
+                      for axis, ((a, b), d) in enumerate(zip(pad_width, x.shape)) if a or b)
+        return (V.apply("subtensor", g, index=index) if index else g,)
+    for axis, (a, b) in enumerate(pad_width):
+        if a or b:
+            d = x.shape[axis]
+            idx = np.arange(-a, d + b)
+            idx = np.clip(idx, 0, d - 1) if mode == "replicate" else \
+                np.abs(idx) - 2 * np.maximum(np.abs(idx) - (d - 1), 0)
+            shape = tuple(d if i == axis else s for i, s in enumerate(g.shape))
+            zeros = V.apply("broadcast_to", V.const(0, g), shape=shape)
+            g = V.apply("indexing_incr_multi_axis_vec", zeros, g, _int_const(V, idx, g),
+                        axes=(axis,))
+    return (g,)
+
+
 register(OpDef("pad", params={"pad_width": (), "mode": "constant", "value": 0.0},
                eager=_pad_eager, infer=_pad_infer, lower=_pad_lower,
-               mge=MgeOpr("Padding", "Padding", fields=_pad_fields)))
+               mge=MgeOpr("Padding", "Padding", fields=_pad_fields), vjp=_pad_vjp))
 

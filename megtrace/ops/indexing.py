@@ -56,9 +56,16 @@ INDEXING = MgeOpr("IndexingMultiAxisVec", "IndexDescMaskDump",
                   fields=lambda p: {"items": [{"axis": p["axis"], "begin": False, "end": False,
                                                "step": False, "idx": True}]})
 
+def _take_vjp(V, inputs, outputs, grads, *, axis):
+    """Rows read several times add their gradients (IndexingIncrMultiAxisVec)."""
+    (x, idx), (g,) = inputs, grads
+    ax = norm_axis("take", axis, x.ndim)
+    return V.apply("indexing_incr_multi_axis_vec", V.zeros_like(x), g, idx, axes=(ax,)), None
+
+
 register(OpDef("take", params={"axis": 0}, eager=_take_eager, infer=_take_infer,
                lower=lambda L, x, idx, *, axis: L.R.take(x, idx, axis=axis),
-               mge=MgeChoice(_take_mge, ())))
+               mge=MgeChoice(_take_mge, ()), vjp=_take_vjp))
 
 
 # -- where ----------------------------------------------------------------------------------
@@ -83,8 +90,18 @@ def _where_emit(em, types, p, inputs):
     return em.opr(ELEMWISE, {"mode": "ADD"}, [a, b])
 
 
+def _where_vjp(V, inputs, outputs, grads):
+    """The gradient goes to the branch each element came from; none to the mask."""
+    (mask, x, y), (g,) = inputs, grads
+    zero = V.const(0, g)
+    gx = V.sum_to(V.apply("where", mask, g, zero), tuple(x.shape)) if V.needs_grad(1) else None
+    gy = V.sum_to(V.apply("where", mask, zero, g), tuple(y.shape)) if V.needs_grad(2) else None
+    return None, gx, gy
+
+
 register(OpDef("where", eager=lambda m, x, y: np.where(m, x, y), infer=_where_infer,
-               lower=lambda L, m, x, y: L.R.where(m, x, y), mge=MgeComposite(_where_emit)))
+               lower=lambda L, m, x, y: L.R.where(m, x, y), mge=MgeComposite(_where_emit),
+               vjp=_where_vjp))
 
 
 # -- topk along the last axis -----------------------------------------------------------------
@@ -115,14 +132,28 @@ def _topk_emit(em, types, p, inputs):
 
 TOPK = MgeOpr("TopK", "TopK", outputs=2, results=(0, 1))
 
+def _topk_vjp(V, inputs, outputs, grads, *, k, descending):
+    """The values' gradient goes back to the positions the indices name."""
+    (x,), (_, indices), (g, _) = inputs, outputs, grads
+    return (V.apply("scatter", V.zeros_like(x), indices, g, axis=x.ndim - 1),)
+
+
 register(OpDef("topk", params={"k": 1, "descending": False}, eager=_topk_eager,
-               infer=_topk_infer, lower=_topk_lower, mge=MgeComposite(_topk_emit)))
+               infer=_topk_infer, lower=_topk_lower, mge=MgeComposite(_topk_emit),
+               vjp=_topk_vjp))
 
 
 # -- cumsum -----------------------------------------------------------------------------------
 def _cumsum_infer(x, *, axis):
     norm_axis("cumsum", axis, x.ndim)
     return x
+
+
+def _cumsum_vjp(V, inputs, outputs, grads, *, axis):
+    """sum_{j >= i} g_j, the gradient of an inclusive cumsum: total - cumsum + g."""
+    g = grads[0]
+    total = V.apply("reduce", g, mode="sum", axis=axis, keepdims=True)
+    return (total - V.apply("cumsum", g, axis=axis) + g,)
 
 
 register(OpDef("cumsum", params={"axis": 0}, infer=_cumsum_infer,
@@ -132,7 +163,8 @@ register(OpDef("cumsum", params={"axis": 0}, infer=_cumsum_infer,
                mge=MgeOpr("CumsumV1", "Cumsum",
                           fields=lambda p: {"axis": p["axis"], "exclusive": False,
                                             "reverse": False},
-                          decode=lambda f: {"axis": f["axis"]})))
+                          decode=lambda f: {"axis": f["axis"]}),
+               vjp=_cumsum_vjp))
 
 
 # -- argmax / argmin ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from . import eager_kernels
 from ._rules import same_dtype
+from .conv import conv_input_grad, conv_vjp, conv_weight_grad
 from .grad_norm import batch_norm_train_vjp
 from .registry import MgeChoice, MgeOpr, OpDef, register
 
@@ -85,6 +86,7 @@ register(OpDef(
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
     mge=MgeChoice(lambda types: _CONV["GROUP" if types[1].ndim == 5 else "DENSE"],
                   tuple(_CONV.values())),
+    vjp=conv_vjp(2),
 ))
 
 # -- conv_bias: MegEngine's ConvBiasForward (conv + bias + nonlinearity in one opr) --------
@@ -113,6 +115,20 @@ def _conv_bias_lower(L, x, w, b, *, nonline, **conv):
     return {"IDENTITY": y, "RELU": L.R.nn.relu(y), "SIGMOID": L.R.sigmoid(y)}[nonline]
 
 
+def _conv_bias_vjp(V, inputs, outputs, grads, *, nonline, **conv):
+    """Through the nonlinearity (from the output), then conv2d's rule; the bias gets the
+    gradient summed over what it was broadcast to."""
+    (x, w, b), (y,), (g,) = inputs, outputs, grads
+    if nonline == "RELU":
+        g = V.select(V.apply("gt", y, V.const(0, y)), g)
+    elif nonline == "SIGMOID":
+        g = g * y * (V.const(1, y) - y)
+    geometry = (2, conv["stride"], conv["padding"], conv["dilation"])
+    gx = conv_input_grad(V, g, w, tuple(x.shape), *geometry) if V.needs_grad(0) else None
+    gw = conv_weight_grad(V, x, g, tuple(w.shape), *geometry) if V.needs_grad(1) else None
+    return gx, gw, V.sum_to(g, tuple(b.shape))
+
+
 _CONV_BIAS = {sparse: MgeOpr(
     "ConvBiasForward", "ConvBias", match={"sparse": sparse},
     fields=lambda p: {**_conv2d_fields(p), "nonlineMode": p["nonline"]},
@@ -124,6 +140,7 @@ register(OpDef(
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "nonline": "IDENTITY"},
     mge=MgeChoice(lambda types: _CONV_BIAS["GROUP" if types[1].ndim == 5 else "DENSE"],
                   tuple(_CONV_BIAS.values())),
+    vjp=_conv_bias_vjp,
 ))
 
 # -- pooling --------------------------------------------------------------------------
@@ -168,6 +185,45 @@ def _pool_lower(L, x, *, mode, kernel, stride, padding):
                              count_include_pad=(mode == "average"))
 
 
+def _pool_vjp(V, inputs, outputs, grads, *, mode, kernel, stride, padding):
+    """A depthwise transposed convolution spreads each output's gradient over its window
+    (MegEngine's PoolingBackward): for max over the window's elements equal to the
+    maximum (all of them on ties, as MegEngine), through one one-hot kernel per window
+    offset; for average, divided by the window's size (or its count without padding)."""
+    (x,), (y,), (g,) = inputs, outputs, grads
+    n, c, h, w = x.shape
+    oh, ow = y.shape[2:]
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
+    taps = kh * kw
+    if mode == "max":
+        xp = x if not (ph or pw) else V.apply(
+            "pad", x, pad_width=((0, 0), (0, 0), (ph, ph), (pw, pw)), mode="constant",
+            value=float("-inf"))
+        parts = []
+        for i in range(kh):
+            for j in range(kw):
+                patch = V.apply("subtensor", xp, index=(
+                    (2, i, i + sh * (oh - 1) + 1, sh, None),
+                    (3, j, j + sw * (ow - 1) + 1, sw, None)))
+                parts.append(V.apply("expand_dims", V.select(V.apply("eq", patch, y), g),
+                                     axis=(2,)))
+        spread = V.apply("concat", *parts, axis=2) if taps > 1 else parts[0]
+        spread = V.apply("reshape", spread, shape=(n, c * taps, oh, ow))
+        kernel_w = np.broadcast_to(np.eye(taps).reshape(1, taps, 1, kh, kw),
+                                   (c, taps, 1, kh, kw))
+    else:
+        if mode == "average":
+            spread = g / V.const(taps, g)
+        else:
+            ones = np.ones((1, 1, h, w))
+            count = eager_kernels.pool2d_sum(ones, kernel, stride, padding, (oh, ow))
+            spread = g / V.const(count, g)
+        kernel_w = np.ones((c, 1, 1, kh, kw))
+    extra = ((h + 2 * ph - kh) % sh, (w + 2 * pw - kw) % sw)
+    return (V.apply("conv_transpose2d", spread, V.const(np.ascontiguousarray(kernel_w), g),
+                    stride=tuple(stride), padding=tuple(padding), output_padding=extra),)
+
+
 register(OpDef(
     "pool2d", eager=_pool_eager, infer=_pool_infer, lower=_pool_lower,
     params={"mode": "max", "kernel": (2, 2), "stride": (2, 2), "padding": (0, 0)},
@@ -181,6 +237,7 @@ register(OpDef(
                           "kernel": (f["window_h"], f["window_w"]),
                           "stride": (f["stride_h"], f["stride_w"]),
                           "padding": (f["pad_h"], f["pad_w"])}),
+    vjp=_pool_vjp,
 ))
 
 # -- batch normalization (inference) --------------------------------------------------
@@ -216,12 +273,28 @@ def _bn_lower(L, x, weight, bias, mean, var, *, eps):
     return R.add(R.multiply(R.subtract(x, mean), scale), bias)
 
 
+def _bn_vjp(V, inputs, outputs, grads, *, eps):
+    """y = (x - mean) * rstd * w + b with the given statistics (inference mode)."""
+    (x, w, b, mean, var), (g,) = inputs, grads
+    axes = (0, 2, 3)
+    rstd = V.const(1, x) / V.apply("sqrt", var + V.const(eps, var))
+    centered = x - mean
+    total = V.apply("reduce", g, mode="sum", axis=axes, keepdims=True)
+    g_centered = V.apply("reduce", g * centered, mode="sum", axis=axes, keepdims=True)
+    gx = g * (w * rstd)
+    gw = g_centered * rstd
+    gmean = V.apply("neg", total * w * rstd)
+    gvar = g_centered * w * rstd * rstd * rstd * V.const(-0.5, x)
+    return gx, gw, total, gmean, gvar
+
+
 register(OpDef(
     "batch_norm", eager=_bn_eager, infer=_bn_infer, lower=_bn_lower, params={"eps": 1e-5},
     mge=MgeOpr("BatchNormV1", "BN",
                fields=lambda p: {"param_dim": "DIM_1C11", "fwd_mode": "INFERENCE",
                                  "epsilon": p["eps"]},
                decode=lambda f: {"eps": f["epsilon"]}, outputs=4, result=3),
+    vjp=_bn_vjp,
 ))
 
 
@@ -256,9 +329,11 @@ def _assert_infer(expect, get, err, *, maxerr, verbose):
     return get
 
 
+# A check that passes `get` through: so does its gradient (none to expect and err).
 register(OpDef("assert_equal", params={"maxerr": 1e-4, "verbose": False},
                infer=_assert_infer, eager=lambda e, g, err, **_: g,
                lower=lambda L, e, g, err, **_: g,
+               vjp=lambda V, inputs, outputs, grads, **_: (None, grads[0], None),
                mge=MgeOpr("AssertEqual", "AssertEqual",
                           fields=lambda p: {"maxerr": p["maxerr"], "verbose": p["verbose"]},
                           decode=lambda f: {"maxerr": f["maxerr"], "verbose": bool(f["verbose"])})))

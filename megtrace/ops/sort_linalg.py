@@ -46,8 +46,17 @@ ARGSORT = MgeOpr("Argsort", "Argsort",
                  decode=lambda f: {"descending": f["order"] == "DESCENDING"},
                  outputs=2, results=(0, 1))
 
+def _argsort_vjp(V, inputs, outputs, grads, *, descending):
+    """The sorted values' gradient goes back to where each came from (MegEngine's
+    ArgsortBackward); the indices have none."""
+    (x,), (_, order), (g, _) = inputs, outputs, grads
+    if g is None or x.dtype.kind != "f":
+        return (None,)
+    return (V.apply("scatter", V.zeros_like(x), order, g, axis=x.ndim - 1),)
+
+
 register(OpDef("argsort", params={"descending": False}, eager=_argsort_eager,
-               infer=_argsort_infer, lower=_argsort_lower, mge=ARGSORT, vjp=NOT_DIFFERENTIABLE))
+               infer=_argsort_infer, lower=_argsort_lower, mge=ARGSORT, vjp=_argsort_vjp))
 
 
 # -- kth_value: the k-th smallest (largest if descending) element of each row --------------
@@ -78,8 +87,17 @@ def _kth_emit(em, types, p, inputs):
 
 KTH_ONLY = MgeOpr("TopK", "TopK", match={"mode": "KTH_ONLY"})
 
+def _kth_vjp(V, inputs, outputs, grads, *, k, descending):
+    """MegEngine's TopK KTH_ONLY rule: shared equally by the elements equal to the value."""
+    (x,), (y,), (g,) = inputs, outputs, grads
+    hit = V.apply("eq", x, V.apply("expand_dims", y, axis=(1,)))
+    mask = V.apply("astype", hit, dtype=g.dtype.name)
+    count = V.apply("reduce", mask, mode="sum", axis=(1,), keepdims=True)
+    return (V.apply("expand_dims", g, axis=(1,)) / count * mask,)
+
+
 register(OpDef("kth_value", params={"k": 1, "descending": False}, eager=_kth_eager,
-               infer=_kth_infer, lower=_kth_lower, mge=MgeComposite(_kth_emit)))
+               infer=_kth_infer, lower=_kth_lower, mge=MgeComposite(_kth_emit), vjp=_kth_vjp))
 
 
 # -- dot: inner product of two vectors (or scalars) -------------------------------------
@@ -133,8 +151,15 @@ def _matinv_eager(x):
 
 
 # Relax has no matrix inverse: compiled graphs holding one run on the NumPy interpreter.
+def _matinv_vjp(V, inputs, outputs, grads):
+    """d(A^-1) = -A^-1 dA A^-1, so gA = -Y^T g Y^T with Y = A^-1."""
+    (y,), (g,) = outputs, grads
+    inner = V.apply("matmul", g, y, transpose_a=False, transpose_b=True)
+    return (V.apply("neg", V.apply("matmul", y, inner, transpose_a=True, transpose_b=False)),)
+
+
 register(OpDef("matinv", eager=_matinv_eager, infer=_matinv_infer, interpreted=True,
-               mge=MgeOpr("MatrixInverse", "Empty")))
+               mge=MgeOpr("MatrixInverse", "Empty"), vjp=_matinv_vjp))
 
 
 # -- svd: U, S, Vh of each matrix in the last two axes ------------------------------------
@@ -158,5 +183,51 @@ def _svd_eager(x, *, full_matrices):
 # Relax has no SVD: compiled graphs holding it run on the NumPy interpreter; it is not
 # written to .mge files
 # either: the SVD param table in our copy of MegEngine's schema has no fields.
+def _svd_vjp(V, inputs, outputs, grads, *, full_matrices):
+    """MegEngine's SVD rule (Townsend's formula for A = U diag(s) Vh, thin factors):
+    gA = U [F o (U^T gU - gU^T U) S + diag(gs) + S F o (V^T gV - gV^T V)] Vh
+         + (I - U U^T) gU S^-1 Vh + U S^-1 gVh (I - V V^T),  F_ij = 1 / (s_j^2 - s_i^2).
+    With full_matrices the extra columns of U / rows of Vh (an arbitrary basis) carry
+    no gradient."""
+    (a,), (u, s, vh), (gu, gs, gvh) = inputs, outputs, grads
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    nd = a.ndim
+    last2 = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    T = lambda t: V.apply("transpose", t, pattern=last2)            # noqa: E731
+    mm = lambda p, q: V.apply("matmul", p, q)                       # noqa: E731
+    if full_matrices:
+        u = V.apply("subtensor", u, index=((nd - 1, 0, k, None, None),))
+        vh = V.apply("subtensor", vh, index=((nd - 2, 0, k, None, None),))
+        if gu is not None:
+            gu = V.apply("subtensor", gu, index=((nd - 1, 0, k, None, None),))
+        if gvh is not None:
+            gvh = V.apply("subtensor", gvh, index=((nd - 2, 0, k, None, None),))
+    eye = V.const(np.eye(k), s)
+    s_col = V.apply("expand_dims", s, axis=(nd - 2,))                 # (..., 1, k): s_j
+    s_row = V.apply("expand_dims", s, axis=(nd - 1,))                 # (..., k, 1): s_i
+    f = V.const(1 - np.eye(k), s) / (s_col * s_col - s_row * s_row + eye)
+    inner = None
+
+    def add(t):
+        nonlocal inner
+        inner = t if inner is None else inner + t
+    if gs is not None:
+        add(eye * V.apply("expand_dims", gs, axis=(nd - 1,)))
+    if gu is not None:
+        j = mm(T(u), gu)
+        add(f * (j - T(j)) * s_col)
+    if gvh is not None:
+        v, gv = T(vh), T(gvh)
+        kk = mm(T(v), gv)
+        add(s_row * (f * (kk - T(kk))))
+    ga = mm(mm(u, inner), vh)
+    if gu is not None and m > k:
+        ga = ga + mm((gu - mm(u, mm(T(u), gu))) / s_col, vh)
+    if gvh is not None and n > k:
+        ga = ga + mm(u / s_col, gvh - mm(mm(gvh, T(vh)), vh))
+    return (ga,)
+
+
 register(OpDef("svd", params={"full_matrices": False}, eager=_svd_eager, infer=_svd_infer,
-               interpreted=True))
+               interpreted=True, vjp=_svd_vjp))

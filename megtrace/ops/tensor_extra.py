@@ -57,11 +57,29 @@ def _diag_lower(L, x, *, k):
     return R.reshape(R.take(padded, pos, axis=0), L.out.shape)
 
 
+def _int_const(V, values, like):
+    return V.apply("astype", V.const(np.asarray(values), like), dtype="int32")
+
+
+def _diag_vjp(V, inputs, outputs, grads, *, k):
+    """The diagonal's (row, col) pairs: read back from g (vector input) or written into
+    zeros (matrix input)."""
+    (x,), (g,) = inputs, grads
+    n = x.shape[0] if x.ndim == 1 else _diag_len(*x.shape, k)
+    i = np.arange(n)
+    rows, cols = (i, i + k) if k >= 0 else (i - k, i)
+    rows, cols = _int_const(V, rows, g), _int_const(V, cols, g)
+    if x.ndim == 1:
+        return (V.apply("indexing_multi_axis_vec", g, rows, cols, axes=(0, 1)),)
+    return (V.apply("indexing_set_multi_axis_vec", V.zeros_like(x), g, rows, cols,
+                    axes=(0, 1)),)
+
+
 register(OpDef("diag", params={"k": 0}, infer=_diag_infer,
                eager=lambda x, *, k: np.array(np.diag(x, k)),
                lower=_diag_lower,
                mge=MgeOpr("Diag", "Diag", fields=lambda p: {"k": p["k"]},
-                          decode=lambda f: {"k": f["k"]})))
+                          decode=lambda f: {"k": f["k"]}), vjp=_diag_vjp))
 
 
 # -- gather / scatter along one axis (index has the input's rank) -------------------------
@@ -174,10 +192,38 @@ def _scatter_emit(em, types, p, inputs):
 INDEXING = MgeOpr("IndexingMultiAxisVec", "IndexDescMaskDump")
 INDEXING_SET = MgeOpr("IndexingSetMultiAxisVec", "IndexDescMaskDump")
 
+def _gather_vjp(V, inputs, outputs, grads, *, axis):
+    """Each picked element's gradient is added back where it was read (every axis
+    indexed: aranges, and the index on `axis`)."""
+    (x, index), (g,) = inputs, grads
+    ax = norm_axis("gather", axis, x.ndim)
+    vectors = [index if d == ax else _int_const(
+        V, np.arange(s).reshape(tuple(s if e == d else 1 for e in range(x.ndim))), g)
+        for d, s in enumerate(index.shape)]
+    return V.apply("indexing_incr_multi_axis_vec", V.zeros_like(x), g, *vectors,
+                   axes=tuple(range(x.ndim))), None
+
+
+def _scatter_vjp(V, inputs, outputs, grads, *, axis):
+    """Overwritten elements of x get no gradient; each source element gets the gradient
+    of the element it was written to, if it is the write that stayed (repeats)."""
+    (x, index, source), (g,) = inputs, grads
+    gx = V.apply("scatter", g, index, V.zeros_like(source), axis=axis) \
+        if V.needs_grad(0) else None
+    gs = None
+    if V.needs_grad(2):
+        board = V.F.full(tuple(x.shape), -1, dtype="int32")
+        ids = V.const(np.arange(source.size).reshape(tuple(source.shape)), board)
+        kept = V.apply("gather", V.apply("scatter", board, index, ids, axis=axis), index,
+                       axis=axis)
+        gs = V.select(V.apply("eq", kept, ids), V.apply("gather", g, index, axis=axis))
+    return gx, None, gs
+
+
 register(OpDef("gather", params={"axis": 0}, eager=_gather_eager, infer=_gather_infer,
-               lower=_gather_lower, mge=MgeComposite(_gather_emit)))
+               lower=_gather_lower, mge=MgeComposite(_gather_emit), vjp=_gather_vjp))
 register(OpDef("scatter", params={"axis": 0}, eager=_scatter_eager, infer=_scatter_infer,
-               lower=_scatter_lower, mge=MgeComposite(_scatter_emit)))
+               lower=_scatter_lower, mge=MgeComposite(_scatter_emit), vjp=_scatter_vjp))
 
 
 # -- copy (MegEngine's Identity) ------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._sampling import BORDER_MODES, round_relax, round_to, sample_np, sample_relax
+from ._sampling_grad import sample_grads
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 RESIZE = MgeOpr("ResizeV2", "Resize")
@@ -87,7 +88,7 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
 
 
 def _resize_eager(x, *, size, mode):
-    src = x.astype(np.float32)
+    src = x.astype(np.promote_types(x.dtype, np.float32))
     if mode == "cubic":
         out = src
         for axis, (o, n) in ((2, (size[0], x.shape[2])), (3, (size[1], x.shape[3]))):
@@ -99,7 +100,7 @@ def _resize_eager(x, *, size, mode):
             picked = np.take(out, taps, axis=axis)          # axis becomes (o, 4)
             shape = [1] * picked.ndim
             shape[axis], shape[axis + 1] = o, 4
-            out = (picked * w.reshape(shape)).sum(axis=axis + 1, dtype=np.float32)
+            out = (picked * w.reshape(shape)).sum(axis=axis + 1, dtype=src.dtype)
         return round_to(out, x.dtype)
     nearest = mode == "nearest"
     y0, wy0, y1, wy1 = _linear_taps(size[0], x.shape[2], nearest)
@@ -129,9 +130,39 @@ def _resize_emit(em, types, p, inputs):
                   [inputs[0], _size_const(em, p["size"])])
 
 
+def _resize_matrix(out: int, size: int, mode: str) -> np.ndarray:
+    """(out, size): resize is separable, y = My x Mx^T per image, with these weights."""
+    m = np.zeros((out, size))
+    rows = np.arange(out)
+    if mode == "cubic":
+        alpha = (np.arange(out, dtype=np.float32) + np.float32(0.5)) / \
+            (np.float32(out) / np.float32(size)) - np.float32(0.5)
+        origin = np.floor(alpha)
+        w = _cubic_weights(alpha - origin)
+        taps = np.clip(origin.astype(np.int64)[:, None] + np.arange(-1, 3), 0, size - 1)
+        for k in range(4):
+            np.add.at(m, (rows, taps[:, k]), w[:, k])
+        return m
+    i0, w0, i1, w1 = _linear_taps(out, size, mode == "nearest")
+    np.add.at(m, (rows, i0), w0)
+    np.add.at(m, (rows, np.minimum(i1, size - 1)), w1)
+    return m
+
+
+def _resize_vjp(V, inputs, outputs, grads, *, size, mode):
+    """gx = My^T g Mx (MegEngine's ResizeBackward), two matrix products."""
+    (x,), (g,) = inputs, grads
+    if x.dtype.kind != "f":
+        return (None,)
+    h, w = x.shape[2:]
+    my = V.const(_resize_matrix(size[0], h, mode).T.reshape(1, 1, h, size[0]), g)
+    mx = V.const(_resize_matrix(size[1], w, mode).reshape(1, 1, size[1], w), g)
+    return (V.apply("matmul", my, V.apply("matmul", g, mx)),)
+
+
 register(OpDef("resize", params={"size": (1, 1), "mode": "linear"},
                eager=_resize_eager, infer=_resize_infer, lower=_resize_lower,
-               mge=MgeComposite(_resize_emit), opaque_in_optimize=True))
+               mge=MgeComposite(_resize_emit), opaque_in_optimize=True, vjp=_resize_vjp))
 
 
 # -- warp_perspective ---------------------------------------------------------------------
@@ -161,7 +192,7 @@ def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val):
     if mat_idx is not None and ((mat_idx < 0) | (mat_idx >= x.shape[0])).any():
         raise IndexError(f"warp_perspective: mat_idx {mat_idx.tolist()} out of range for "
                          f"{x.shape[0]} images")
-    m = mat.astype(np.float32).reshape(-1, 9, 1, 1)
+    m = mat.astype(np.promote_types(mat.dtype, np.float32)).reshape(-1, 9, 1, 1)
     gw, gh = _grid(out)
     den = m[:, 6] * gw + m[:, 7] * gh + m[:, 8]
     xs = (m[:, 0] * gw + m[:, 1] * gh + m[:, 2]) / den
@@ -202,10 +233,62 @@ def _warp_emit(em, types, p, inputs):
     return em.opr(WARP_PERSPECTIVE, _warp_fields(p), list(inputs) + [_size_const(em, p["out"])])
 
 
+def _grid_consts(V, out, like):
+    gw, gh = _grid(out)
+    return V.const(gw, like), V.const(gh, like)
+
+
+def _coef(V, m, i):
+    """Coefficient i of the flattened (M, k) matrices as (M, 1, 1)."""
+    column = V.apply("subtensor", m, index=((1, i, i + 1, None, None),))
+    return V.apply("reshape", column, shape=(m.shape[0], 1, 1))
+
+
+def _plane_grads(V, gu, gw, gh):
+    """d/d(a, b, c) of sum(gu * (a * gw + b * gh + c)) per matrix: three (M, 1) columns."""
+    total = lambda t: V.apply("reduce", t, mode="sum", axis=(1, 2), keepdims=False)  # noqa
+    return [V.apply("reshape", total(t), shape=(gu.shape[0], 1))
+            for t in (gu * gw, gu * gh, gu)]
+
+
+def _batch(V, n_mat, mat_idx, like):
+    if mat_idx is None:
+        return V.const(np.arange(n_mat).reshape(-1, 1, 1), like)
+    return V.apply("reshape", V.apply("astype", mat_idx, dtype=like.dtype.name),
+                   shape=(n_mat, 1, 1))
+
+
+def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val):
+    """Through the sampler (WarpPerspectiveBackwardData / BackwardMat): xs = u / d,
+    ys = v / d with u, v, d planes of the matrix's rows."""
+    x, mat = inputs[0], inputs[1]
+    mat_idx = inputs[2] if len(inputs) > 2 else None
+    g = grads[0]
+    if x.dtype.kind != "f":
+        return (None,) * len(inputs)
+    n_mat = mat.shape[0]
+    m = V.apply("reshape", V.cast(mat, g), shape=(n_mat, 9))
+    gw, gh = _grid_consts(V, out, g)
+    plane = lambda i: _coef(V, m, i) * gw + _coef(V, m, i + 1) * gh + _coef(V, m, i + 2)  # noqa
+    u, v, d = plane(0), plane(3), plane(6)
+    xs, ys = u / d, v / d
+    gx, gxs, gys = sample_grads(V, x, _batch(V, n_mat, mat_idx, g), xs, ys, g, border=border,
+                                border_val=border_val, want_src=V.needs_grad(0),
+                                want_coords=V.needs_grad(1))
+    gmat = None
+    if V.needs_grad(1):
+        gu, gv = gxs / d, gys / d
+        gd = V.apply("neg", (gxs * xs + gys * ys) / d)
+        cols = _plane_grads(V, gu, gw, gh) + _plane_grads(V, gv, gw, gh) + \
+            _plane_grads(V, gd, gw, gh)
+        gmat = V.apply("reshape", V.apply("concat", *cols, axis=1), shape=(n_mat, 3, 3))
+    return (gx, gmat) + ((None,) if mat_idx is not None else ())
+
+
 register(OpDef("warp_perspective",
                params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0},
                eager=_warp_eager, infer=_warp_infer, lower=_warp_lower,
-               mge=MgeComposite(_warp_emit), opaque_in_optimize=True))
+               mge=MgeComposite(_warp_emit), opaque_in_optimize=True, vjp=_warp_vjp))
 
 
 # -- remap --------------------------------------------------------------------------------
@@ -249,10 +332,30 @@ def _remap_decode(f):
             "nearest": f["imode"] == "NEAREST"}
 
 
+def _remap_vjp(V, inputs, outputs, grads, *, border, scalar, nearest):
+    """Through the sampler (RemapBackwardData / BackwardMat); map_xy's last axis holds
+    (x, y). Nearest sampling gives the map a zero gradient."""
+    (x, map_xy), (g,) = inputs, grads
+    if x.dtype.kind != "f":
+        return None, None
+    n, oh, ow, _ = map_xy.shape
+    coord = lambda i: V.apply("reshape", V.apply("subtensor", map_xy, index=(  # noqa
+        (3, i, i + 1, None, None),)), shape=(n, oh, ow))
+    batch = V.const(np.arange(n).reshape(-1, 1, 1), g)
+    gx, gxs, gys = sample_grads(V, x, batch, coord(0), coord(1), g, border=border,
+                                border_val=scalar, nearest=nearest,
+                                want_src=V.needs_grad(0), want_coords=V.needs_grad(1))
+    gmap = None
+    if V.needs_grad(1):
+        gmap = V.apply("concat", V.apply("expand_dims", gxs, axis=(3,)),
+                       V.apply("expand_dims", gys, axis=(3,)), axis=3)
+    return gx, gmap
+
+
 register(OpDef("remap", params={"border": "REPLICATE", "scalar": 0.0, "nearest": False},
                eager=_remap_eager, infer=_remap_infer, lower=_remap_lower,
                mge=MgeOpr("RemapV1", "Remap", fields=_remap_fields, decode=_remap_decode),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=_remap_vjp))
 
 
 # -- warp_affine --------------------------------------------------------------------------
@@ -281,7 +384,7 @@ def _affine_infer(x, mat, *, out, border, border_val, format):
 
 
 def _affine_coords_np(mat, out, fixed_point: bool):
-    m = mat.astype(np.float32).reshape(-1, 6, 1, 1)
+    m = mat.astype(np.promote_types(mat.dtype, np.float32)).reshape(-1, 6, 1, 1)
     gw, gh = _grid(out)
     if not fixed_point:
         return (m[:, 0] * gw + m[:, 1] * gh + m[:, 2], m[:, 3] * gw + m[:, 4] * gh + m[:, 5])
@@ -346,8 +449,34 @@ def _affine_emit(em, types, p, inputs):
     return em.opr(WARP_AFFINE, fields, list(inputs) + [_size_const(em, p["out"])])
 
 
+def _affine_vjp(V, inputs, outputs, grads, *, out, border, border_val, format):
+    """Through the sampler with xs, ys affine in the matrix. The 1/32-pixel quantized
+    coordinates of the NHWC fixed-point kernel are differentiated as the exact ones."""
+    (x, mat), (g,) = inputs, grads
+    if x.dtype.kind != "f":
+        return None, None
+    nhwc = format == "NHWC"
+    src = V.apply("transpose", x, pattern=(0, 3, 1, 2)) if nhwc else x
+    gy = V.apply("transpose", g, pattern=(0, 3, 1, 2)) if nhwc else g
+    n = mat.shape[0]
+    m = V.apply("reshape", V.cast(mat, g), shape=(n, 6))
+    gw, gh = _grid_consts(V, out, g)
+    plane = lambda i: _coef(V, m, i) * gw + _coef(V, m, i + 1) * gh + _coef(V, m, i + 2)  # noqa
+    gsrc, gxs, gys = sample_grads(V, src, V.const(np.arange(n).reshape(-1, 1, 1), g),
+                                  plane(0), plane(3), gy, border=border,
+                                  border_val=border_val, want_src=V.needs_grad(0),
+                                  want_coords=V.needs_grad(1))
+    if gsrc is not None and nhwc:
+        gsrc = V.apply("transpose", gsrc, pattern=(0, 2, 3, 1))
+    gmat = None
+    if V.needs_grad(1):
+        cols = _plane_grads(V, gxs, gw, gh) + _plane_grads(V, gys, gw, gh)
+        gmat = V.apply("reshape", V.apply("concat", *cols, axis=1), shape=(n, 2, 3))
+    return gsrc, gmat
+
+
 register(OpDef("warp_affine",
                params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0,
                        "format": "NHWC"},
                eager=_affine_eager, infer=_affine_infer, lower=_affine_lower,
-               mge=MgeComposite(_affine_emit), opaque_in_optimize=True))
+               mge=MgeComposite(_affine_emit), opaque_in_optimize=True, vjp=_affine_vjp))

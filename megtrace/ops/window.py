@@ -82,10 +82,23 @@ def _sw_lower(L, x, *, window, padding, stride, dilation):
     return R.reshape(taps, L.out.shape)
 
 
+def _sw_vjp(V, inputs, outputs, grads, *, window, padding, stride, dilation):
+    """The windows summed back onto the image (MegEngine: Images2NeibsBackward)."""
+    (x,), (g,) = inputs, grads
+    return (V.apply("sliding_window_transpose", g, out=tuple(x.shape[2:]), window=window,
+                    padding=padding, stride=stride, dilation=dilation),)
+
+
+def _swt_vjp(V, inputs, outputs, grads, *, out, window, padding, stride, dilation):
+    """The adjoint of summing windows back is reading them out."""
+    return (V.apply("sliding_window", grads[0], window=window, padding=padding,
+                    stride=stride, dilation=dilation),)
+
+
 register(OpDef("sliding_window", params=_DEFAULTS, eager=_sw_eager, infer=_sw_infer,
                lower=_sw_lower,
                mge=MgeOpr("Images2Neibs", "Images2Neibs", fields=_fields, decode=_decode),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=_sw_vjp))
 
 
 # -- sliding_window_transpose (SlidingWindowTranspose) ------------------------------------
@@ -131,4 +144,4 @@ register(OpDef("sliding_window_transpose", params={"out": (1, 1), **_DEFAULTS},
                mge=MgeOpr("SlidingWindowTranspose", "SlidingWindowTranspose",
                           fields=lambda p: _fields(p, p["out"]),
                           decode=lambda f: {**_decode(f), "out": (f["out_h"], f["out_w"])}),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=_swt_vjp))

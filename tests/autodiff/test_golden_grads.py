@@ -15,11 +15,14 @@ _spec.loader.exec_module(models)
 GOLDEN = np.load(TESTS / "data" / "megengine_autodiff_grads.npz")
 
 
-@pytest.mark.parametrize("name", ["mlp", "transformer"])
+@pytest.mark.parametrize("name", ["mlp", "transformer", "cnn"])
 def test_gradients_match_megengine(name):
     loss, grads = models.gradients(megtrace, name)
     assert rel_err(loss, GOLDEN[f"{name}/loss"]) <= 1e-5
     want = {k.split("/", 1)[1] for k in GOLDEN.files if k.startswith(name + "/")} - {"loss"}
     assert set(grads) == want
     for key, g in grads.items():
-        assert rel_err(g, GOLDEN[f"{name}/{key}"]) <= 1e-5, key
+        golden = GOLDEN[f"{name}/{key}"]
+        # a bias feeding BatchNorm (cnn's conv1.bias) has an exactly-zero gradient: both
+        # sides hold rounding noise there, compared absolutely
+        assert rel_err(g, golden) <= 1e-5 or np.abs(g - golden).max() <= 1e-7, key
