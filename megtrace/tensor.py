@@ -96,6 +96,12 @@ class Tensor:
         return traced_shape(self._var) if traced_shape else self._var.type.shape
 
     @property
+    def _tuple_shape(self) -> tuple[int, ...]:
+        """The shape as a plain tuple even where `shape` may not be one (MegEngine code
+        reads it; in megtrace `shape` always is)."""
+        return tuple(self.shape)
+
+    @property
     def dtype(self) -> np.dtype:
         return np.dtype(self._var.type.dtype if self._var is not None else self._value.dtype)
 

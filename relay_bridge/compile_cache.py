@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
 
 _ORPHAN_SECONDS = 600          # a library no manifest names (a writer lost the race)
-_WRITER_SECONDS = 1800         # a writer process killed after this long
+_WRITER_SECONDS = 900          # a writer process killed after this long
 _pending: list[int] = []       # read ends of the pipes of writers not yet waited for
 
 
@@ -116,6 +116,8 @@ def _store_aside(folder: Path, key: str, built: Built) -> None:
 def _become_quiet_writer() -> None:
     import signal
     signal.alarm(_WRITER_SECONDS)                    # never linger if TVM hangs
+    with contextlib.suppress(OSError):
+        os.nice(19)                                  # the user's own work comes first
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

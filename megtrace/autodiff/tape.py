@@ -112,7 +112,11 @@ class Tape:
             var = self.var_of(y)
             if var is not None:
                 _accumulate(grads, var, dy)
-        others = [t for t in self.group if t is not self]
+        # MegEngine: a backward pass is recorded only by tapes entered before this one and
+        # not grouped with it (higher-order derivatives come from outer GradManagers)
+        later = _recording[_recording.index(self) + 1:] if self in _recording else []
+        others = [t for t in self.group if t is not self] + \
+            [t for t in later if t not in self.group]
         self.suppress()
         for t in others:
             t.suppress()

@@ -72,6 +72,7 @@ class TraceEntry:
     value_reads: list[tuple[int, str]] = field(default_factory=list)
     dims: dict = field(default_factory=dict)       # Var -> its SymShape, shared by replays
     _captured: list | None = None                  # per tape item, see captured_checks()
+    _reads_seen: int = 0                           # len(value_required) at the last refresh
 
     def captured_checks(self) -> list[tuple]:
         """Per tape item, per input: (weakref, version) of the captured outside tensor it
@@ -102,11 +103,29 @@ class TraceEntry:
         return simplify_arith(graph)
 
     def __post_init__(self):
-        self.value_required = set(self.value_required) | set(self.assigned)
-        extra = [v for v in self.value_required
-                 if v not in self.out_vars and v not in self.full_graph.consts
-                 and v not in self.full_graph.inputs]
-        self.exec_outputs = list(self.out_vars) + extra
+        # `value_required` stays the recorder's own set: Python may read traced values
+        # after the tracing call returns (param.grad after a traced training step), and
+        # MegEngine keeps those readable too (see refresh_outputs)
+        self.refresh_outputs()
+
+    def reads_since_build(self) -> bool:
+        """Whether Python read values the outputs do not hold yet (cheap: reads only grow)."""
+        return len(self.value_required) != self._reads_seen
+
+    def refresh_outputs(self) -> bool:
+        """Make `exec_outputs` the declared outputs plus every value Python has read so
+        far; True when that added values, so a compiled graph must be built again."""
+        self._reads_seen = len(self.value_required)
+        known = set(self.exec_outputs)
+        new = [v for v in (*self.assigned, *self.value_required)
+               if v not in known and v not in self.full_graph.consts
+               and v not in self.full_graph.inputs and v not in self.out_vars]
+        if not self.exec_outputs:
+            self.exec_outputs = list(self.out_vars)
+        elif not new:
+            return False
+        self.exec_outputs += list(dict.fromkeys(new))
+        return bool(new)
 
     def exec_graph(self) -> Graph:
         """The graph that runs: declared outputs plus values read from Python while tracing

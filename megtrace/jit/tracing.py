@@ -235,6 +235,10 @@ class trace:
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):
+        if entry.reads_since_build():   # Python read more values after the tracing call
+            with self._build_lock:
+                if entry.refresh_outputs():
+                    entry.compiled = None       # build again, keeping those values too
         rep = Replayer(entry, self._run_entry, feeds)
         given = dict(bindings)
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}

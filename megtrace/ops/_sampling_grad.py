@@ -85,3 +85,28 @@ def sample_grads(V, src, batch, xs, ys, g, *, border: str, border_val: float,
     elif want_coords:
         gxs, gys = V.zeros_like(xs), V.zeros_like(ys)
     return gsrc, gxs, gys
+
+
+def sample_values(V, src, batch, xs, ys, *, border: str, border_val: float):
+    """The bilinear samples themselves (M, C, OH, OW), from Tensor operations (for rules
+    that need the forward values, as max pooling over samples does)."""
+    n, c, h, w = src.shape
+    rows = V.apply("reshape", V.apply("transpose", src, pattern=(0, 2, 3, 1)),
+                   shape=(n * h * w, c))
+    base = batch * V.const(h * w, xs)
+    fx, fy = V.apply("floor", xs), V.apply("floor", ys)
+    ax, ay = xs - fx, ys - fy
+    one = V.const(1, xs)
+    total = None
+    for (dy, dx), wt in zip(((0, 0), (0, 1), (1, 0), (1, 1)),
+                            ((one - ax) * (one - ay), ax * (one - ay), (one - ax) * ay, ax * ay)):
+        ry, vy = _border_index(V, fy + V.const(dy, fy), h, border)
+        rx, vx = _border_index(V, fx + V.const(dx, fx), w, border)
+        flat = V.apply("astype", base + ry * V.const(w, ry) + rx, dtype="int32")
+        v = V.apply("indexing_multi_axis_vec", rows, flat, axes=(0,))
+        if vy is not None:
+            v = V.apply("where", V.apply("expand_dims", V.apply("logical_and", vy, vx),
+                                         axis=(3,)), v, V.const(border_val, v))
+        term = v * V.apply("expand_dims", wt, axis=(3,))
+        total = term if total is None else total + term
+    return V.apply("transpose", total, pattern=(0, 3, 1, 2))

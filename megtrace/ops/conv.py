@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import same_dtype
+from ._sampling_grad import sample_grads, sample_values
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
 from .shape import BROADCAST
 
@@ -482,6 +483,58 @@ def _deform_eager(x, w, offset, mask, *, stride, padding, dilation):
     return out.reshape(n, g * ocg, oh, ow).astype(x.dtype)
 
 
+def _deform_vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+    """MegEngine's DeformableConvBackwardData/BackwardFilter from Tensor ops: the sampled
+    columns (recomputed) give the weight's gradient, the weight spreads g back onto the
+    columns, whose gradient flows into the mask (times the samples), and through the
+    bilinear taps into the image and the offsets (rows first, then columns)."""
+    (x, w, offset, mask), (g,) = inputs, grads
+    groups = w.shape[0] if w.ndim == 5 else 1
+    ocg, icg, kh, kw = w.shape[-4:]
+    n, c = x.shape[:2]
+    oh, ow = offset.shape[2:]
+    taps = kh * kw
+    dg = offset.shape[1] // (2 * taps)
+    per = c // dg
+    channel = lambda t, i: V.apply("reshape", V.apply(  # noqa: E731
+        "subtensor", t, index=((1, i, i + 1, None, None),)), shape=(n, oh, ow))
+    base_y = V.const((np.arange(oh) * stride[0] - padding[0]).reshape(1, oh, 1), offset)
+    base_x = V.const((np.arange(ow) * stride[1] - padding[1]).reshape(1, 1, ow), offset)
+    batch = V.const(np.arange(n).reshape(-1, 1, 1), offset)
+    wk = V.apply("reshape", w, shape=(groups, ocg, icg * taps))
+    gg = V.apply("reshape", g, shape=(n, groups, ocg, oh * ow))
+    gcols = V.apply("matmul", wk, gg, transpose_a=True, transpose_b=False)
+    gcols = V.apply("reshape", gcols, shape=(n, c, taps, oh, ow))
+    cols, gx_parts, goffset, gmask = [], [], [], []
+    for d in range(dg):
+        xd = V.apply("subtensor", x, index=((1, d * per, (d + 1) * per, None, None),))
+        cols_d, gx_d = [], None
+        for t, (i, j) in enumerate(itertools.product(range(kh), range(kw))):
+            oy = channel(offset, d * 2 * taps + 2 * t)
+            ys = base_y + V.const(i * dilation[0], oy) + oy
+            xs = base_x + V.const(j * dilation[1], oy) + channel(offset, d * 2 * taps + 2 * t + 1)
+            m = V.apply("expand_dims", channel(mask, d * taps + t), axis=(1,))
+            sampled = sample_values(V, xd, batch, xs, ys, border="CONSTANT", border_val=0.0)
+            cols_d.append(V.apply("expand_dims", sampled * m, axis=(2,)))
+            gc = V.apply("reshape", V.apply("subtensor", gcols, index=(
+                (1, d * per, (d + 1) * per, None, None), (2, t, t + 1, None, None))),
+                shape=(n, per, oh, ow))
+            gmask.append(V.apply("reduce", gc * sampled, mode="sum", axis=(1,), keepdims=True))
+            gxt, gxs, gys = sample_grads(V, xd, batch, xs, ys, gc * m, border="CONSTANT",
+                                         border_val=0.0)
+            gx_d = gxt if gx_d is None else gx_d + gxt
+            goffset += [V.apply("expand_dims", gys, axis=(1,)),
+                        V.apply("expand_dims", gxs, axis=(1,))]
+        cols.append(V.apply("concat", *cols_d, axis=2) if taps > 1 else cols_d[0])
+        gx_parts.append(gx_d)
+    join = lambda parts: V.apply("concat", *parts, axis=1) if len(parts) > 1 else parts[0]  # noqa
+    col_mat = V.apply("reshape", join(cols), shape=(n, groups, icg * taps, oh * ow))
+    gw = V.apply("matmul", gg, col_mat, transpose_a=False, transpose_b=True)
+    gw = V.apply("reshape", V.apply("reduce", gw, mode="sum", axis=(0,), keepdims=False),
+                 shape=tuple(w.shape))
+    return join(gx_parts), gw, join(goffset), join(gmask)
+
+
 _DEFORM = {sparse: MgeOpr("DeformableConvForward", "Convolution", match={"sparse": sparse},
                           fields=_transpose2d_fields,
                           decode=lambda f: {"stride": (f["stride_h"], f["stride_w"]),
@@ -497,4 +550,5 @@ register(OpDef(
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
     mge=MgeChoice(lambda types: _DEFORM["GROUP" if types[1].ndim == 5 else "DENSE"],
                   tuple(_DEFORM.values())),
+    vjp=_deform_vjp,
 ))

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._sampling import sample_np, sample_relax
+from ._sampling_grad import sample_grads, sample_values
 from .registry import NOT_DIFFERENTIABLE, MgeOpr, OpDef, register
 
 
@@ -55,7 +56,7 @@ def _align_centres(rois, pooled, samples, spatial_scale, offset):
 
 def _align_pool(values, k, c, pooled, samples, mode):
     v = values.reshape(k, c, pooled[0], samples[0], pooled[1], samples[1])
-    return v.max(axis=(3, 5)) if mode == "max" else v.mean(axis=(3, 5), dtype=np.float32)
+    return v.max(axis=(3, 5)) if mode == "max" else v.mean(axis=(3, 5), dtype=values.dtype)
 
 
 def _align_eager(x, rois, *, mode, pooled, samples, spatial_scale, offset):
@@ -65,7 +66,9 @@ def _align_eager(x, rois, *, mode, pooled, samples, spatial_scale, offset):
         raise IndexError(f"roi_align: roi batch index out of range [0, {x.shape[0]})")
     ys, xs = np.broadcast_arrays(ys, xs)
     values = sample_np(x, batch, xs, ys, border="CONSTANT", border_val=0.0)
-    return _align_pool(values, k, x.shape[1], pooled, samples, mode).astype(np.float32)
+    # float32 (float64 inputs stay float64: gradient checks by finite differences)
+    return _align_pool(values, k, x.shape[1], pooled, samples, mode).astype(
+        np.promote_types(x.dtype, np.float32))
 
 
 def _align_lower(L, x, rois, *, mode, pooled, samples, spatial_scale, offset):
@@ -114,6 +117,44 @@ def _align_decode(f):
             "spatial_scale": float(f["spatial_scale"]), "offset": float(f["offset"])}
 
 
+def _align_vjp(V, inputs, outputs, grads, *, mode, pooled, samples, spatial_scale, offset):
+    """Into the image only (MegEngine's ROIAlignBackward; the rois get no gradient): each
+    bin's gradient shared by its samples (average) or given to the samples equal to the
+    bin's maximum, then through the bilinear taps."""
+    (x, rois), (g,) = inputs, grads
+    k, c = rois.shape[0], x.shape[1]
+    (ph, pw), (sh, sw) = pooled, samples
+    col = lambda i: V.apply("subtensor", rois, index=((1, i, i + 1, None, None),))  # noqa
+    start = lambda i: col(i) * V.const(spatial_scale, rois) - V.const(offset, rois)  # noqa
+
+    def centres(lo, hi, n_bins, n_samples):
+        size = V.apply("maximum", start(hi) - start(lo), V.const(0, rois))
+        frac = (np.arange(n_bins)[:, None] + (np.arange(n_samples) + 0.5) / n_samples)
+        return start(lo) + size / V.const(n_bins, rois) * V.const(frac.reshape(1, -1), rois)
+
+    grid = (k, ph * sh, pw * sw)
+    ys = V.apply("broadcast_to", V.apply("expand_dims", centres(2, 4, ph, sh), axis=(2,)),
+                 shape=grid)
+    xs = V.apply("broadcast_to", V.apply("expand_dims", centres(1, 3, pw, sw), axis=(1,)),
+                 shape=grid)
+    batch = V.apply("reshape", V.apply("floor", col(0)), shape=(k, 1, 1))
+    cells = (k, c, ph, 1, pw, 1)
+    spread = V.apply("broadcast_to", V.apply("reshape", g, shape=cells),
+                     shape=(k, c, ph, sh, pw, sw))
+    if mode == "max":
+        values = V.apply("reshape", sample_values(V, x, batch, xs, ys, border="CONSTANT",
+                                                  border_val=0.0), shape=(k, c, ph, sh, pw, sw))
+        # the maximum of these very samples (y itself may differ in the last bit)
+        top = V.apply("reduce", values, mode="max", axis=(3, 5), keepdims=True)
+        spread = V.select(V.apply("eq", values, top), spread)
+    else:
+        spread = spread / V.const(sh * sw, g)
+    spread = V.apply("reshape", spread, shape=(k, c, ph * sh, pw * sw))
+    gx, _, _ = sample_grads(V, x, batch, xs, ys, spread, border="CONSTANT", border_val=0.0,
+                            want_coords=False)
+    return gx, None
+
+
 # ROIAlign's second output (the argmax index) only serves the backward pass.
 register(OpDef("roi_align",
                params={"mode": "average", "pooled": (1, 1), "samples": (2, 2),
@@ -121,7 +162,7 @@ register(OpDef("roi_align",
                eager=_align_eager, infer=_align_infer, lower=_align_lower,
                mge=MgeOpr("ROIAlignV1", "ROIAlign", fields=_align_fields, decode=_align_decode,
                           outputs=2),
-               opaque_in_optimize=True))
+               opaque_in_optimize=True, vjp=_align_vjp))
 
 
 # -- roi_pooling --------------------------------------------------------------------------
@@ -142,7 +183,8 @@ def _pool_eager(x, rois, *, mode, pooled, scale):
     """Caffe's ROIPooling: integer ROI corners, bins of roi_size / pooled cells."""
     k, c = rois.shape[0], x.shape[1]
     h, w = x.shape[2:]
-    out = np.zeros((k, c) + tuple(pooled), np.float32)
+    work = np.promote_types(x.dtype, np.float32)    # float64 stays (gradient checks)
+    out = np.zeros((k, c) + tuple(pooled), work)
     corners = _round_half_away(rois[:, 1:].astype(np.float32) * np.float32(scale)).astype(int)
     for r in range(k):
         img = x[int(rois[r, 0])]
@@ -159,12 +201,77 @@ def _pool_eager(x, rois, *, mode, pooled, scale):
                     continue
                 cell = img[:, hs:he, ws:we].reshape(c, -1)
                 out[r, :, i, j] = cell.max(axis=1) if mode == "max" else \
-                    cell.mean(axis=1, dtype=np.float32)
+                    cell.mean(axis=1, dtype=work)
     return out
 
 
+def _pool_bin_masks(V, rois, pooled, scale, h, w):
+    """Per bin (i, j): a bool (K, 1, H, W) mask of its cells, the bins `_pool_eager` uses,
+    from Tensor operations (the corners are data)."""
+    k = rois.shape[0]
+    col = lambda i: V.apply("subtensor", rois, index=((1, i, i + 1, None, None),))  # noqa
+    corner = lambda i: _round_half_tensor(V, col(i) * V.const(scale, rois))       # noqa
+    x0, y0, x1, y1 = (corner(i) for i in range(1, 5))                                # (K, 1)
+    one = V.const(1, rois)
+    bin_h = V.apply("maximum", y1 - y0 + one, one) / V.const(pooled[0], rois)
+    bin_w = V.apply("maximum", x1 - x0 + one, one) / V.const(pooled[1], rois)
+    rows = V.const(np.arange(h).reshape(1, h), rois)
+    cols = V.const(np.arange(w).reshape(1, w), rois)
+
+    def extent(i, size, bin_len, origin, grid, n):
+        lo = V.apply("clip", V.apply("floor", V.const(i, rois) * bin_len) + origin,
+                     lower=0.0, upper=float(n))
+        hi = V.apply("clip", V.apply("ceil", V.const(i + 1, rois) * bin_len) + origin,
+                     lower=0.0, upper=float(n))
+        return V.apply("logical_and", V.apply("ge", grid, lo), V.apply("lt", grid, hi))
+
+    masks = {}
+    for i in range(pooled[0]):
+        in_rows = V.apply("reshape", extent(i, h, bin_h, y0, rows, h), shape=(k, 1, h, 1))
+        for j in range(pooled[1]):
+            in_cols = V.apply("reshape", extent(j, w, bin_w, x0, cols, w), shape=(k, 1, 1, w))
+            masks[i, j] = V.apply("logical_and", in_rows, in_cols)
+    return masks
+
+
+def _round_half_tensor(V, v):
+    return V.apply("sign", v) * V.apply("floor", V.apply("abs", v) + V.const(0.5, v))
+
+
+def _pool_vjp(V, inputs, outputs, grads, *, mode, pooled, scale):
+    """Into the image only (MegEngine's ROIPoolingBackward; rois get none): each bin's
+    gradient goes to its first maximum (max) or is shared by its cells (average), then
+    added into the roi's image."""
+    (x, rois), (g,) = inputs, grads
+    k, c = rois.shape[0], x.shape[1]
+    h, w = x.shape[2:]
+    batch = V.apply("astype", V.apply("reshape", V.apply("subtensor", rois, index=(
+        (1, 0, 1, None, None),)), shape=(k,)), dtype="int32")
+    xk = V.apply("take", x, batch, axis=0)                              # (K, C, H, W)
+    total = None
+    positions = V.const(np.arange(h * w).reshape(1, 1, h * w), x)
+    for (i, j), inside in _pool_bin_masks(V, rois, pooled, scale, h, w).items():
+        gij = V.apply("subtensor", g, index=((2, i, i + 1, None, None),
+                                             (3, j, j + 1, None, None)))   # (K, C, 1, 1)
+        area = V.apply("reduce", V.apply("astype", inside, dtype=x.dtype.name), mode="sum",
+                       axis=(2, 3), keepdims=True)                     # (K, 1, 1, 1)
+        if mode == "max":
+            masked = V.apply("where", inside, xk, V.const(float("-inf"), xk))
+            first = V.apply("arg_reduce", V.apply("reshape", masked, shape=(k, c, h * w)),
+                            mode="max", axis=2, keepdims=True)        # (K, C, 1)
+            hit = V.apply("eq", positions, V.apply("astype", first, dtype=x.dtype.name))
+            share = V.select(hit, V.apply("reshape", gij, shape=(k, c, 1)))
+            share = V.apply("reshape", share, shape=(k, c, h, w))
+            share = V.select(V.apply("gt", area, V.const(0, area)), share)
+        else:
+            share = V.select(inside, gij / V.apply("maximum", area, V.const(1, area)))
+        total = share if total is None else total + share
+    gx = V.apply("indexing_incr_multi_axis_vec", V.zeros_like(x), total, batch, axes=(0,))
+    return gx, None
+
+
 register(OpDef("roi_pooling", params={"mode": "max", "pooled": (1, 1), "scale": 1.0},
-               eager=_pool_eager, infer=_pool_infer))
+               eager=_pool_eager, infer=_pool_infer, vjp=_pool_vjp))
 
 
 # -- nms_keep -----------------------------------------------------------------------------
