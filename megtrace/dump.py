@@ -77,6 +77,7 @@ def dump_graph(output_vars, *, keep_var_name: int = 1, keep_opr_name: bool = Fal
                              "dump_format='FBS'")
     if model_version not in (1, 2, 3):
         raise ValueError(f"model_version must be 1, 2 or 3; got {model_version!r}")
+    # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
     from megtrace.fbs.writer import DumpOptions, dump_graph as write
     dumped = graph.with_outputs(vars_, names)
     in_names = list(input_names) if input_names is not None else list(graph.input_names)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from megtrace.errors import MegtraceError
 from megtrace.ir import Graph
 from megtrace.ops import get
 
 from ._tvm import relax, tvm
 from .lift import lift
-from .lower import emit_node
+from .lower import emit_node, to_relax
 from .shape_cut import split as split_shape_arithmetic
 
 FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
@@ -99,9 +100,6 @@ def _lifts_as_itself(node, consts: dict, cache: dict) -> bool:
 
 
 def _probe(node, const_in: tuple[bool, ...]) -> bool:
-    from megtrace.errors import MegtraceError
-
-    from .lower import to_relax
     g = Graph()
     ins = [g.add_const(np.zeros(v.type.shape, v.type.dtype)) if c else
            g.add_input(v.type, f"x{i}") for i, (v, c) in enumerate(zip(node.inputs, const_in))]

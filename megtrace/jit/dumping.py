@@ -106,6 +106,7 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
                               compat_older_version=compat_older_version,
                               input_names=in_names)
     if input_data is not None:
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
         from megtrace.fbs.testcases import write_container
         data = write_container(data, cases, in_names)
     _write_atomic(file, data, append)
@@ -132,6 +133,7 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
     back from Relax is written unoptimized, with a warning and no optimize_options."""
     import warnings
 
+    # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
     from megtrace.relay_bridge.optimize import optimize_for_inference
     from ..errors import OptimizationSkippedWarning, UnsupportedOpError
     try:
