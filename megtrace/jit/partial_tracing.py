@@ -1,151 +1,117 @@
-"""`partial_trace`: MegEngine 1.13's `megengine.jit.partial_trace`: a block of a training
-step (a module's `forward`) whose forward AND backward both run compiled.
+"""`partial_trace`: MegEngine's decorator that compiles one piece of a training step, its
+forward and its backward pass as two traced graphs.
 
-MegEngine records the block's forward and the backward ops its GradManager then applies,
-and splits them into two graphs joined by the activations the backward reads. megtrace
-builds the same pair from `trace` and `autodiff`: the forward is a trace of the function,
-the backward a trace of "run the function under a local Grad and pull the output
-gradients back to its inputs"; a `Function` joins them, so an enclosing GradManager sees
-one node whose gradient is the compiled backward. The backward graph recomputes the
-forward values it needs instead of receiving them from the forward graph (same results;
-costs one more forward computation, inside the compiled backward).
+The forward is a `trace` of the function. While a GradManager records, the call also
+becomes one node of its tape (like `autodiff.Function`) whose backward is a second trace:
+the function's own vector-Jacobian product with respect to the tensors it was given and
+the outside tensors (parameters) it reads that the manager tracks. That graph recomputes
+the forward (megtrace keeps no activations between the two graphs); results are the same.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Callable
 
-from ..autodiff.function import Function
+from .. import dispatch
 from ..autodiff.grad import Grad
+from ..autodiff.tape import recording_tapes
 from ..tensor import Tensor
 from .outputs import flatten_outputs, rebuild_outputs
 from .tracing import trace
 
-_BACKENDS = ("default", "xla")
+JIT_BACKEND = {"default": trace}
 
 
 def partial_trace(func: Callable | None = None, *, backend: str = "default",
-                  without_host: bool = True, **trace_options: Any):
-    """Wrap `func` (a function or a method such as `Module.forward`) so that its forward
-    and, when a GradManager differentiates through it, its backward both run as compiled
-    traces. Gradients reach the tensor arguments and the parameters of Module arguments
-    (`self` of a method), as MegEngine's. `trace_options` are `trace`'s."""
-    assert backend in _BACKENDS
+                  without_host: bool = True, **trace_options):
+    """Compile `func`'s forward and backward as separate traces (see the module doc).
+    `without_host` must stay True as in MegEngine; megtrace still runs the Python
+    function on each call to check it against the record (trace's default mode)."""
+    assert backend in JIT_BACKEND
     assert without_host, "partial_trace only support without_host mode currently!"
-    if backend != "default":
-        raise NotImplementedError("partial_trace: backend='xla' compiles with XLA in "
-                                  "MegEngine; megtrace compiles with TVM only "
-                                  "(backend='default')")
 
-    def wrapper(fn: Callable) -> Callable:
-        block = _PartialTrace(fn, trace_options)
-
-        @functools.wraps(fn)
-        def wrapped_func(*args, **kwargs):
-            return block(args, kwargs)
-        return wrapped_func
-
+    def wrapper(func):
+        return _PartialTrace(func, trace_options)
     return wrapper if func is None else wrapper(func)
 
 
 class _PartialTrace:
-    """The forward and backward traces of one wrapped function."""
+    def __init__(self, func: Callable, trace_options: dict):
+        functools.update_wrapper(self, func)
+        self._func = func
+        self._forward = trace(func, **trace_options)
+        self._options = {**trace_options, "capture_as_const": False}
+        self._backward: dict[tuple, trace] = {}
 
-    def __init__(self, fn: Callable, trace_options: dict):
-        self.fn = fn
-        # without_host is a MegEngine requirement of the mode; megtrace's traces replay
-        # the Python function instead, which reads a Module argument's parameters anew
-        # on every call (MegEngine marks them as graph inputs).
-        options = {k: v for k, v in trace_options.items() if k != "without_host"}
-        self.forward = trace(self._run_forward, **options)
-        self.backward = trace(self._run_backward, **{**options, "capture_as_const": False})
-        self._structure: tuple | None = None   # (args tree, kwargs tree) of this call
+    def __get__(self, obj, objtype=None):        # as a method: bind like a function
+        return self if obj is None else functools.partial(self, obj)
 
-    # The traced bodies receive the call's tensors flat, so that the traces see them as
-    # arguments; the rest of the call (modules, numbers) comes from `_structure`.
-    def _run_forward(self, *tensors):
-        args, kwargs = _refill(self._structure, tensors)
-        return self.fn(*args, **kwargs)
+    def __call__(self, *args):
+        tapes = recording_tapes()
+        if not tapes:
+            return self._forward(*args)
+        read: dict[int, Tensor] = {}
 
-    def _run_backward(self, *tensors):
-        n_in = self._n_inputs
-        inputs, dys, params = tensors[:n_in], tensors[n_in:], self._params
-        grads: list = [None] * (n_in + len(params))
-        with Grad("partial_trace") as grad:
-            for i, x in enumerate((*inputs, *params)):
-                grad.wrt(x, callback=functools.partial(grads.__setitem__, i))
-            args, kwargs = _refill(self._structure, inputs)
-            ys, _ = flatten_outputs(self.fn(*args, **kwargs))
-            grad(list(ys), list(dys))
-        # an input the outputs do not depend on gets a zero gradient
-        return tuple(g if g is not None else x * 0 for g, x in zip(grads, (*inputs, *params)))
+        def probe(op, inputs, params, outputs):
+            """Instead of recording (the forward graph is one node, below): note the
+            outside tensors the ops read that a tape tracks (the trace's inputs for
+            arguments are its own tensors, with an owner)."""
+            for t in inputs:
+                if t._owner is None and any(tape.var_of(t) is not None for tape in tapes):
+                    read[id(t)] = t
+        hook, dispatch.tape_hook = dispatch.tape_hook, probe
+        try:
+            result = self._forward(*args)
+        finally:
+            dispatch.tape_hook = hook
+        tracked = [a for a in args if isinstance(a, Tensor) and
+                   any(tape.var_of(a) is not None for tape in tapes)]
+        tracked += [t for t in read.values() if not any(t is a for a in tracked)]
+        if not tracked:
+            return result
+        leaves, tree = flatten_outputs(result)
+        outputs = [Tensor._wrap(t._value, device=t._device) for t in leaves]
+        backward = self._node_backward(args, tracked, outputs)
+        for tape in tapes:
+            tape.add_node(self.__name__, backward, tracked, outputs)
+        return rebuild_outputs(tree, outputs)
 
-    def __call__(self, args: tuple, kwargs: dict):
-        tensors, structure = _flatten_call(args, kwargs)
-        params = _module_params(args, kwargs)
-        self._structure = structure
-        block = self
+    def _node_backward(self, args, tracked: list[Tensor], outputs: list[Tensor]):
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        wrt_args = [positions.index(i) for i, a in enumerate(args)
+                    if isinstance(a, Tensor) and any(a is t for t in tracked)]
+        outside = [t for t in tracked if not any(t is args[i] for i in positions)]
+        key = (tuple(wrt_args), tuple(map(id, outside)), len(outputs))
+        if key not in self._backward:
+            self._backward[key] = trace(self._vjp_function(args, wrt_args, outside),
+                                        **self._options)
+        bwd = self._backward[key]
+        tensors = [args[i] for i in positions]
 
-        class _Block(Function):
-            def forward(self, *xs):
-                leaves, tree = flatten_outputs(block.forward(*xs[:len(tensors)]))
-                self.tree = tree
-                return tuple(leaves)
+        def backward(grads, wanted):
+            dys = [g if g is not None else Tensor._wrap(0 * o._value, device=o._device)
+                   for g, o in zip(grads, outputs)]
+            got = bwd(*tensors, *dys)
+            got = got if isinstance(got, (tuple, list)) else (got,)
+            return tuple(got)
+        return backward
 
-            def backward(self, *dys):
-                block._n_inputs, block._params = len(tensors), params
-                dys = [dy if dy is not None else y * 0 for dy, y in zip(dys, self.outputs)]
-                return tuple(block.backward(*tensors, *dys))
+    def _vjp_function(self, args, wrt_args: list[int], outside: list[Tensor]):
+        """f(*tensor_args, *dys) -> gradients of the tracked inputs (traced once)."""
+        func, template = self._func, list(args)
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
 
-        node = _Block()
-        outputs = node(*tensors, *params)
-        node.outputs = outputs
-        return rebuild_outputs(node.tree, list(outputs))
-
-
-def _flatten_call(args: tuple, kwargs: dict) -> tuple[list[Tensor], tuple]:
-    """The Tensors of a call (in lists, tuples and dicts too) and the call with a numbered
-    hole for each."""
-    tensors: list[Tensor] = []
-
-    def hollow(item):
-        if isinstance(item, Tensor):
-            tensors.append(item)
-            return _Hole(len(tensors) - 1)
-        if isinstance(item, (list, tuple)):
-            return type(item)(hollow(i) for i in item)
-        if isinstance(item, dict):
-            return {k: hollow(v) for k, v in item.items()}
-        return item
-    return tensors, (hollow(args), hollow(kwargs))
-
-
-def _refill(structure: tuple, tensors) -> tuple[tuple, dict]:
-    def fill(item):
-        if isinstance(item, _Hole):
-            return tensors[item.index]
-        if isinstance(item, (list, tuple)):
-            return type(item)(fill(i) for i in item)
-        if isinstance(item, dict):
-            return {k: fill(v) for k, v in item.items()}
-        return item
-    args, kwargs = structure
-    return fill(args), fill(kwargs)
-
-
-class _Hole:
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
-
-
-def _module_params(args: tuple, kwargs: dict) -> list[Tensor]:
-    """Parameters of the Module arguments (a method's `self`): MegEngine's partial_trace
-    differentiates them as inputs of the block."""
-    from ..module import Module     # module builds on jit's siblings; only Modules need it
-    params: list[Tensor] = []
-    for a in (*args, *kwargs.values()):
-        if isinstance(a, Module):
-            params.extend(p for p in a.parameters() if all(p is not q for q in params))
-    return params
+        def vjp(*flat):
+            tensors, dys = flat[:len(positions)], flat[len(positions):]
+            call = list(template)
+            for i, t in zip(positions, tensors):
+                call[i] = t
+            targets = [tensors[k] for k in wrt_args] + list(outside)
+            got: dict[int, Tensor] = {}
+            with Grad() as grad:
+                for n, t in enumerate(targets):
+                    grad.wrt(t, callback=lambda g, n=n: got.__setitem__(n, g))
+                leaves, _ = flatten_outputs(func(*call))
+                grad(list(leaves), list(dys))
+            return tuple(got[n] if n in got else t * 0 for n, t in enumerate(targets))
+        return vjp
