@@ -2,7 +2,7 @@
 Adam for 100 steps on an MLP and a small CNN (conv, BatchNorm in training mode, max
 pool, linear, cross-entropy); every step's loss and the final weights and BatchNorm
 statistics within 1e-4 of MegEngine's (tests/data/make_megengine_training.py, models
-and data in tests/data/training_cases.py); the MLP runs traced too."""
+and data in tests/data/training_cases.py); two of the runs traced too."""
 import numpy as np
 import pytest
 from conftest import TESTS, rel_err
@@ -16,16 +16,6 @@ from megtrace.autodiff import GradManager
 from megtrace.jit import trace
 
 GOLDEN = np.load(TESTS / "data" / "megengine_training.npz")
-
-
-def _cases():
-    """The CNN runs need conv/pool gradient rules megtrace does not have yet: they are
-    expected to stop on NotImplementedError (strict: once the rules exist, this marker
-    must go and the runs must match MegEngine)."""
-    pending = pytest.mark.xfail(raises=NotImplementedError, strict=True,
-                                reason="conv2d/pool2d have no VJP yet")
-    return [pytest.param(*run, id=run[0], marks=[pending] if run[1] == "cnn" else [])
-            for run in RUNS]
 
 
 def train(kind, opt_name, kwargs, symbolic=None):
@@ -63,12 +53,12 @@ def check(case, losses, final):
         assert rel_err(np.asarray(value), GOLDEN[f"{case}/final/{name}"]) <= 1e-4, name
 
 
-@pytest.mark.parametrize("case,kind,opt_name,kwargs", _cases())
+@pytest.mark.parametrize("case,kind,opt_name,kwargs", RUNS, ids=[r[0] for r in RUNS])
 def test_training_matches_megengine(case, kind, opt_name, kwargs):
     check(case, *train(kind, opt_name, kwargs))
 
 
-@pytest.mark.parametrize("case,symbolic", [("mlp_sgd", True), ("mlp_adam", False)])
+@pytest.mark.parametrize("case,symbolic", [("mlp_adam", False), ("cnn_sgd", True)])
 def test_traced_training_matches_megengine(case, symbolic):
     """The same training with each step a compiled `trace` call (GradManager, optimizer
     and in-place parameter updates inside the traced function)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import weakref
 from typing import Callable, Iterable, List, Union
 
+from ..dispatch import active_recorder
 from ..tensor import Tensor
 from .grad import Grad
 from .tape import is_differentiable_dtype
@@ -106,6 +107,7 @@ class GradManager:
                 if tensor is not None:
                     if tensor.grad is None:
                         tensor.grad = grad
+                        _escapes_trace(grad)
                     else:
                         tensor.grad += grad
         finally:
@@ -154,6 +156,15 @@ class GradManager:
         return NotImplemented
 
     __ror__ = __or__
+
+
+def _escapes_trace(grad: Tensor) -> None:
+    """A gradient computed inside `trace` and left in `.grad` outlives the traced
+    function: the trace gives it its value when the function returns (like an outside
+    tensor updated in place), so an optimizer step after the call can read it."""
+    rec = active_recorder()
+    if rec is not None and grad._owner is rec and hasattr(rec, "assign"):
+        rec.assign(grad)
 
 
 class GradManagerGroup:

@@ -92,7 +92,8 @@ class Tape:
 
     def add_node(self, name: str, backward: Callable, inputs: Sequence, outputs: Sequence):
         """Record that `outputs` came from `inputs`; `backward(out_grads, wanted)` gives
-        one gradient (or None) per input (`wanted`: which inputs the tape tracks). No node when no input is tracked here."""
+        one gradient (or None) per input (`wanted`: which inputs the tape tracks). No
+        node when no input is tracked here."""
         in_vars = [self.var_of(t) for t in inputs]
         if not any(v is not None for v in in_vars):
             return
@@ -112,7 +113,11 @@ class Tape:
             var = self.var_of(y)
             if var is not None:
                 _accumulate(grads, var, dy)
-        others = [t for t in self.group if t is not self]
+        # MegEngine: a backward pass is recorded only by tapes entered before this one and
+        # not grouped with it (higher-order derivatives come from outer GradManagers)
+        later = _recording[_recording.index(self) + 1:] if self in _recording else []
+        others = [t for t in self.group if t is not self] + \
+            [t for t in later if t not in self.group]
         self.suppress()
         for t in others:
             t.suppress()
@@ -124,7 +129,8 @@ class Tape:
                         self.callbacks.pop(var)(g)
                 if all(g is None for g in outs):
                     continue
-                in_grads = node.backward(outs, tuple(v is not None for v in node.in_vars))
+                wanted = tuple(v is not None for v in node.in_vars)
+                in_grads = node.backward(outs, wanted)
                 if len(in_grads) != len(node.in_vars):
                     raise RuntimeError(f"{node.name}: the gradient rule returned "
                                        f"{len(in_grads)} gradient(s) for "

@@ -1,10 +1,10 @@
 """MegEngine's trace configuration classes, with its fields and validation.
 
 They configure MegEngine's training-memory optimizations (sublinear checkpointing, DTR)
-and JIT fusion. megtrace compiles inference graphs with TVM, so the memory configs are
-recorded on the trace (`trace.sublinear_memory_config`, `trace.dtr_config`) but change
-nothing until training inside a trace exists; GraphOptimizationConfig selects what TVM
-fuses (see trace's docstring).
+and JIT fusion. megtrace's compiled graphs keep every value a traced training step needs
+(no recomputation), so the memory configs are recorded on the trace
+(`trace.sublinear_memory_config`, `trace.dtr_config`) but change nothing;
+GraphOptimizationConfig selects what TVM fuses (see trace's docstring).
 """
 from __future__ import annotations
 

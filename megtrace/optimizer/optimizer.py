@@ -7,6 +7,7 @@ checkpoint layout: {"param_groups": [{..., "params": [ids]}], "state": {id: {nam
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterable
@@ -184,7 +185,6 @@ def hyper(value: float) -> Tensor:
 
 def inplace_update_mode() -> bool:
     """MEGENGINE_INPLACE_UPDATE=1 selects MegEngine's fused update formulas."""
-    import os
     return bool(int(os.getenv("MEGENGINE_INPLACE_UPDATE", "0")))
 
 

@@ -188,3 +188,55 @@ def test_function_forward_ops_are_not_differentiated():
     with gm:
         gm.backward((StopGradient()(a * 3) + a * 4).sum())
     np.testing.assert_allclose(a.grad.numpy(), [4.0])
+
+
+def test_inner_manager_does_not_record_an_outer_backward():
+    x = mge.Parameter([0.3, 0.7])
+    outer, inner = GradManager().attach(x), GradManager().attach(x)
+    with outer:
+        with inner:
+            y = F.cos(x)
+            outer.backward(y)            # inner was entered later: it does not see this
+            first = x.grad
+            inner.backward(first)        # first does not depend on x for inner
+    np.testing.assert_allclose(x.grad.numpy(), -np.sin([0.3, 0.7]), rtol=1e-6)
+
+
+def test_forward_mode_by_double_reverse():
+    """jvp(f, x, v) = d/dv <vjp(f, x, v), 1>: the outer manager differentiates the inner
+    backward pass with respect to the cotangent."""
+    x = mge.tensor([0.1, 0.5, 0.9])
+    with GradManager() as outer:
+        with GradManager().attach(x) as inner:
+            y = F.sin(x) * 3
+            v = F.zeros_like(y)
+            outer.attach(v)
+            inner.backward(y, v)
+        outer.backward(x.grad)
+    np.testing.assert_allclose(v.grad.numpy(), 3 * np.cos([0.1, 0.5, 0.9]), rtol=1e-6)
+
+
+def test_function_backward_differentiated_by_an_outer_manager():
+    class Cos(Function):
+        def forward(self, x):
+            self.x = x
+            return F.cos(mge.Tensor(x.numpy()))
+
+        def backward(self, dy):
+            return -F.sin(self.x) * dy
+
+    x = mge.Parameter([0.2, 0.4])
+    outer, inner = GradManager().attach(x), GradManager().attach(x)
+    with outer:
+        with inner:
+            inner.backward(Cos()(x))
+        outer.backward(x.grad)
+    want = -np.sin([0.2, 0.4]) - np.cos([0.2, 0.4])
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+
+
+def test_float16_can_be_attached():
+    x = mge.tensor([1.0], dtype="float16")
+    with GradManager().attach(x) as gm:
+        gm.backward(x * 2)
+    assert x.grad.dtype == np.float16 and float(x.grad) == 2.0

@@ -74,3 +74,38 @@ def test_gradient_returned_from_a_trace():
         np.testing.assert_equal(dx0.numpy(), x1.numpy())
     graph = f.graph
     assert len(graph.outputs) == 2
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_gradients_left_in_grad_are_readable_after_the_trace(symbolic, rng):
+    """backward inside the trace, the optimizer step outside it (MegEngine's xornet)."""
+    batches = [_data(rng) for _ in range(3)]
+    eager_net, traced_net = _Net(), _Net()
+    traced_net.load_state_dict(eager_net.state_dict())
+    for net, traced in ((eager_net, False), (traced_net, True)):
+        gm = GradManager().attach(net.parameters())
+        opt = optim.SGD(net.parameters(), lr=0.1)
+
+        def backward_only(x, label, net=net, gm=gm):
+            with gm:
+                loss = F.nn.cross_entropy(net(x), label)
+                gm.backward(loss)
+            return loss
+        step = trace(backward_only, symbolic=symbolic) if traced else backward_only
+        for x, label in batches:
+            opt.clear_grad()
+            step(x, label)
+            grads = [p.grad for p in net.parameters()]
+            assert all(g is not None and g._owner is None for g in grads)
+            opt.step()
+    for p, q in zip(eager_net.parameters(), traced_net.parameters()):
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_frozen_batchnorm_gets_no_gradient():
+    bn = M.BatchNorm2d(3, freeze=True)
+    x = mge.tensor(np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype("float32"))
+    gm = GradManager().attach(bn.parameters())
+    with gm:
+        gm.backward(bn(x).mean())
+    assert bn.weight.grad is None and bn.bias.grad is None

@@ -21,7 +21,9 @@ def build(kind, M, F):
         class Net(M.Module):
             def __init__(self):
                 super().__init__()
-                self.conv = M.Conv2d(1, 4, 3, padding=1)
+                # no conv bias: BatchNorm cancels it, so its gradient is rounding noise,
+                # which Adam would scale up to full steps (not comparable across engines)
+                self.conv = M.Conv2d(1, 4, 3, padding=1, bias=False)
                 self.bn = M.BatchNorm2d(4)
                 self.pool = M.MaxPool2d(2)
                 self.fc = M.Linear(4 * 4 * 4, 3)
