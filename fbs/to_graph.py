@@ -86,14 +86,14 @@ def _hint(opr: Opr) -> str:
 # cross-correlation, BatchNorm over channels, ...): a file using them is refused rather
 # than run differently from MegEngine. Every other field a rule reads is implemented.
 SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
-    "Convolution": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",)},
-    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW",),
+    "Convolution": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW", "NCHW88", "NCHW44")},
+    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW", "NCHW88", "NCHW44"),
                  "nonlineMode": ("IDENTITY", "RELU", "SIGMOID")},
-    "Pooling": {"format": ("NCHW",)},
+    "Pooling": {"format": ("NCHW", "NCHW88", "NCHW44")},
     "AdaptivePooling": {"format": ("NCHW",)},
     "MatrixMul": {"format": ("DEFAULT",)},
     "BN": {"param_dim": ("DIM_1C11",), "fwd_mode": ("INFERENCE",)},
-    "Reduce": {"data_type": (0, 2)},            # DEFAULT, FLOAT_O32xC32
+    "Reduce": {"data_type": (0, 2, 3)},         # DEFAULT, FLOAT_O32xC32, FLOAT_O16xC32
     "Cumsum": {"exclusive": (False,), "reverse": (False,)},
     "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
     "Convolution3D": {"mode": ("CROSS_CORRELATION",), "format": ("NCDHW",)},
@@ -316,14 +316,41 @@ def _reshape(g, opr, ins, _):
 _NONLINE = {"IDENTITY": None, "RELU": "relu", "SIGMOID": "sigmoid"}
 
 
+# -- NCHW88 / NCHW44 (optimize_for_inference's enable_nchw88 / enable_nchw44) ------------
+_BLOCKED = ("NCHW88", "NCHW44")
+
+
+def _conv_params(f: dict) -> dict:
+    return {"stride": (f["stride_h"], f["stride_w"]), "padding": (f["pad_h"], f["pad_w"]),
+            "dilation": (f["dilate_h"], f["dilate_w"])}
+
+
+@rule("Convolution", "PoolingV1")
+def _maybe_blocked(g, opr, ins, shapes):
+    """Convolution and Pooling in a blocked format are megtrace's *_nchwxx ops (the
+    weight's rank tells the case); NCHW ones are read generically."""
+    f = _fields(opr)
+    if f.get("format", "NCHW") not in _BLOCKED:
+        return _generic(g, opr, ins, shapes)
+    if opr.type == "Convolution":
+        return list(g.add_node(get("conv2d_nchwxx"), ins, _conv_params(f), _hint(opr)))
+    pool = get("pool2d").mge.decode(f)
+    return list(g.add_node(get("pool2d_nchwxx"), ins, pool, _hint(opr)))
+
+
 @rule("ConvBiasForward")
 def _conv_bias(g, opr, ins, _):
     f = _fields(opr)
     if f.get("nonlineMode") not in _NONLINE:
         raise UnsupportedOpError(f"ConvBias nonlineMode {f.get('nonlineMode')} is not supported")
-    params = {"stride": (f["stride_h"], f["stride_w"]), "padding": (f["pad_h"], f["pad_w"]),
-              "dilation": (f["dilate_h"], f["dilate_w"])}
+    params = _conv_params(f)
     hint = _hint(opr)
+    if f.get("format", "NCHW") in _BLOCKED:
+        if len(ins) != 3:
+            raise UnsupportedModelError(f"ConvBias in {f['format']} with {len(ins)} inputs: "
+                                        "megtrace reads x, filter and bias only")
+        return list(g.add_node(get("conv_bias_nchwxx"), ins,
+                               {**params, "nonline": f["nonlineMode"]}, hint))
     if len(ins) == 3:              # x, filter, bias: one conv_bias op
         return list(g.add_node(get("conv_bias"), ins, {**params, "nonline": f["nonlineMode"]},
                                hint))
@@ -342,18 +369,25 @@ def _reduce(g, opr, ins, _):
     if f.get("mode") not in MODE_BY_MGE:
         raise UnsupportedOpError(f"Reduce mode {f.get('mode')} is not supported")
     x = ins[0]
+    data_type = {0: "DEFAULT", 2: "DEFAULT", 3: "FLOAT_O16xC32"}[f.get("data_type", 0)]
+    if f.get("data_type", 0) and (x.type.dtype == "float16") != (data_type == "FLOAT_O16xC32"):
+        raise UnsupportedModelError(f"{opr.type}: param Reduce.data_type={f['data_type']!r} "
+                                    f"is not supported on {x.type.dtype} input (megtrace "
+                                    "computes FLOAT_O16xC32 on float16 input only)")
     if f.get("axis", INT_MAX) == INT_MAX:       # reduce to the shape given as 2nd input
         target = [int(d) for d in _const_value(g, ins[1], "Reduce target shape").reshape(-1)]
         if len(target) != x.type.ndim:
             if target != [1]:
                 raise UnsupportedOpError(f"Reduce to shape {target} from {x.type}")
             (flat,) = g.add_node(get("reshape"), [x], {"shape": (-1,)}, _hint(opr))
-            params = {"mode": MODE_BY_MGE[f["mode"]], "axis": 0, "keepdims": True}
+            params = {"mode": MODE_BY_MGE[f["mode"]], "axis": 0, "keepdims": True,
+                      "data_type": data_type}
             return list(g.add_node(get("reduce"), [flat], params, _hint(opr)))
         axis = tuple(i for i, (d, t) in enumerate(zip(x.type.shape, target)) if d != t)
     else:
         axis = f["axis"]
-    params = {"mode": MODE_BY_MGE[f["mode"]], "axis": axis, "keepdims": True}
+    params = {"mode": MODE_BY_MGE[f["mode"]], "axis": axis, "keepdims": True,
+              "data_type": data_type}
     return list(g.add_node(get("reduce"), [x], params, _hint(opr)))
 
 

@@ -49,8 +49,43 @@ class VarNode:
         import numpy as np
         return np.dtype(self.var.type.dtype)
 
+    @property
+    def owner(self) -> "OpNode":
+        """The operator computing this value (MegEngine's VarNode.owner)."""
+        return OpNode(self.graph, self.var)
+
     def __repr__(self) -> str:
         return f"VarNode({self.name!r}, {self.var.type})"
+
+
+class OpNode:
+    """The operator behind a VarNode (MegEngine's OpNode): its inputs and outputs as
+    VarNodes; a graph input's owner is MegEngine's Host2DeviceCopy, a constant's its
+    ImmutableTensor (neither has inputs)."""
+
+    def __init__(self, graph: Graph, var: Var):
+        self.graph = graph
+        self.node = graph.producers().get(var)
+        self._var = var
+
+    @property
+    def type(self) -> str:
+        if self.node is not None:
+            return self.node.op.name
+        return "ImmutableTensor" if self._var in self.graph.consts else "Host2DeviceCopy"
+
+    @property
+    def inputs(self) -> list[VarNode]:
+        vars_ = self.node.inputs if self.node is not None else ()
+        return [VarNode(self.graph, v, v.name_hint) for v in vars_]
+
+    @property
+    def outputs(self) -> list[VarNode]:
+        vars_ = self.node.outputs if self.node is not None else (self._var,)
+        return [VarNode(self.graph, v, v.name_hint) for v in vars_]
+
+    def __repr__(self) -> str:
+        return f"OpNode({self.type!r})"
 
 
 _FORMATS = (None, "FBS_V2", "FBS")
@@ -77,6 +112,7 @@ def dump_graph(output_vars, *, keep_var_name: int = 1, keep_opr_name: bool = Fal
                              "dump_format='FBS'")
     if model_version not in (1, 2, 3):
         raise ValueError(f"model_version must be 1, 2 or 3; got {model_version!r}")
+    # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
     from megtrace.fbs.writer import DumpOptions, dump_graph as write
     dumped = graph.with_outputs(vars_, names)
     in_names = list(input_names) if input_names is not None else list(graph.input_names)

@@ -39,10 +39,16 @@ class LoadedGraph:
         self.output_names = list(self.graph.output_names)
         self.metadata = model.metadata
 
+    @property
+    def target(self) -> Any:
+        """The TVM target given to load_graph (None: this machine)."""
+        return self._target
+
     def _graph_for(self, types: dict[str, TensorType]) -> Graph:
         """The graph for these input types. A failure with the file's own shapes is the
         file's fault (FormatError); once those work, a failure with the caller's shapes
         is the caller's (ShapeError naming the inputs)."""
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
         from megtrace.fbs.to_graph import build_graph
         try:
             graph = build_graph(self._model, types)
@@ -97,6 +103,7 @@ class LoadedGraph:
             with self._build_lock:
                 compiled = self._cache.get(key)
                 if compiled is None:
+                    # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
                     from megtrace.relay_bridge import compile_graph
                     types = {i.name: TensorType(a.shape, i.dtype)
                              for i, a in zip(self.inputs, arrays)}
@@ -141,6 +148,7 @@ class LoadedGraph:
     def _checker_for(self, arrays: list[np.ndarray]):
         """([(check name, maxerr)], compiled graph of their error inputs); a model without
         AssertEqual gets its own compiled graph (it must at least run)."""
+        # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
         from megtrace.relay_bridge import compile_graph
         from .ops import get
         types = {info.name: TensorType(a.shape, info.dtype) for info, a in zip(self.inputs, arrays)}
@@ -201,6 +209,7 @@ def _check_value_sizes(graph: Graph) -> None:
 
 def load_graph(path_or_file, target: Any = None) -> LoadedGraph:
     """Load a MegEngine FBS_V2 model file and return a runnable, TVM-compiled model."""
+    # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
     from megtrace.fbs.reader import detect_format, read_model
     if hasattr(path_or_file, "read"):
         data = path_or_file.read()
@@ -213,6 +222,7 @@ def load_graph(path_or_file, target: Any = None) -> LoadedGraph:
     if not isinstance(data, (bytes, bytearray)):
         raise FormatError("load_graph: the file object must be opened in binary mode")
     if detect_format(data) == "mgbtest0":
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
         from megtrace.fbs.testcases import read_container
         model, cases = read_container(bytes(data))
         return LoadedGraph(model, target, cases)

@@ -16,6 +16,7 @@ from .errors import TraceError
 
 _NO_DATA = object()     # pickle's NEWOBJ of an old MegEngine file: __setstate__ fills it
 _FORMATS = ("default", "nchw", "nhwc")
+_NP_DTYPES: dict[str, np.dtype] = {}     # a traced value's dtype name -> NumPy's dtype
 
 
 class Tensor:
@@ -103,7 +104,13 @@ class Tensor:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._var.type.dtype if self._var is not None else self._value.dtype)
+        if self._var is None:
+            return np.dtype(self._value.dtype if self._value is not None else None)
+        name = self._var.type.dtype
+        found = _NP_DTYPES.get(name)
+        if found is None:
+            found = _NP_DTYPES[name] = np.dtype(name)
+        return found
 
     @property
     def ndim(self) -> int:

@@ -10,6 +10,7 @@ import tarfile
 from typing import Any, Callable
 
 from ._tvm import tvm
+from .executable import is_host
 
 # e_machine values of the ELF header (System V ABI)
 ELF_MACHINES = {3: "x86", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv"}
@@ -20,7 +21,6 @@ def linker_for(target: Any, path: str | os.PathLike) -> Callable | None:
 
     A .tar needs no compiler at all (object files). A foreign llvm triple links with
     `<triple>-gcc` (Debian: apt-get install gcc-aarch64-linux-gnu)."""
-    from .executable import is_host
     if str(path).endswith(".tar") or target.kind.name != "llvm" or is_host(target):
         return None
     triple = str(target.attrs.get("mtriple"))

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from megtrace import atomic_io
+from megtrace.version import __version__
 
 from ._tvm import tvm
+from .cross import linker_for
 from .deploy import (FORMAT, FORMAT_VERSION, DeployedModel, library_digest, load,
                      manifest_path)
 from .executable import Built, build_executable
@@ -36,6 +38,7 @@ class Exported:
 
 
 def export(model: Any, path: str | os.PathLike, target: Any = None, *,
+           arg_names: Any = None, output_names: Any = None,
            tuning_dir: str | os.PathLike | None = None,
            num_threads: int | None = None) -> Exported:
     """Write `model` to `path` (.so, or .tar of object files) and `<path>.json`.
@@ -45,7 +48,9 @@ def export(model: Any, path: str | os.PathLike, target: Any = None, *,
     such as "aarch64" or "cuda-sm90", a TVM target dict or Target; a foreign CPU links
     with its cross gcc. tuning_dir: a `tune` work_dir whose records to build with.
     num_threads: the thread count the runner uses (default: the target's "num-cores",
-    else every core of this machine).
+    else every core of this machine). arg_names / output_names: the manifest's input and
+    output names, as trace.dump takes them (default: the graph's, which are the dump's
+    defaults too: arg_0, ... and output_0, ...; a loaded model keeps its file's names).
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path; got {type(path).__name__}")
@@ -59,10 +64,11 @@ def export(model: Any, path: str | os.PathLike, target: Any = None, *,
                                     not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads: expected a positive int; got {num_threads!r}")
     graph, own_target = graph_of(model)
+    in_names = _names("arg_names", arg_names, list(graph.input_names))
+    out_names = _names("output_names", output_names, list(graph.output_names))
     start = time.perf_counter()
     built = _build(model, graph, target if target is not None else own_target, tuning_dir,
                    num_threads)
-    from .cross import linker_for
     fcompile = linker_for(built.target, path)
     # The library is written beside its final name and renamed into place, then the
     # manifest (which records the library's size and hash, so a library and manifest of
@@ -70,7 +76,7 @@ def export(model: Any, path: str | os.PathLike, target: Any = None, *,
     with atomic_io.atomic_path(path) as tmp, _quiet_stderr():
         built.executable.export_library(str(tmp), fcompile=fcompile)
     threads = num_threads or _threads_of(built.target)
-    manifest = _manifest(graph, built, path.name, threads)
+    manifest = _manifest(graph, built, path.name, threads, in_names, out_names)
     manifest["library_size"], manifest["library_sha256"] = library_digest(path)
     mpath = manifest_path(path)
     atomic_io.write_text(mpath, json.dumps(manifest, indent=1) + "\n")
@@ -87,6 +93,7 @@ def load_exported(path: str | os.PathLike) -> DeployedModel:
 
 def _build(model: Any, graph: Any, target: Any, tuning_dir: Any,
            num_threads: int | None) -> Built:
+    # lazy: build imports compile_cache, which imports this module (a cycle left to fix)
     from .build import CompiledGraph
     if tuning_dir is not None:
         from .tuning import tuned_executable
@@ -104,9 +111,22 @@ def _threads_of(target: Any) -> int:
     return int(cores) if cores is not None else (os.cpu_count() or 1)
 
 
-def _manifest(graph: Any, built: Built, library: str, threads: int) -> dict[str, Any]:
-    import megtrace
+def _names(what: str, given: Any, default: list[str]) -> list[str]:
+    """Names as trace.dump takes them: a str (one value), or one per value (None keeps
+    the default), unique and non-empty."""
+    if given is None:
+        return default
+    names = [given] if isinstance(given, str) else list(given)
+    if len(names) != len(default):
+        raise ValueError(f"{what}: expected {len(default)} names, got {len(names)}: {names}")
+    names = [d if n is None else n for n, d in zip(names, default)]
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        raise ValueError(f"{what}: names must be unique non-empty strings; got {names}")
+    return names
 
+
+def _manifest(graph: Any, built: Built, library: str, threads: int, in_names: list[str],
+              out_names: list[str]) -> dict[str, Any]:
     def io(vars_, names):
         return [{"name": n, "shape": list(v.type.shape), "dtype": v.type.dtype}
                 for v, n in zip(vars_, names)]
@@ -114,11 +134,11 @@ def _manifest(graph: Any, built: Built, library: str, threads: int) -> dict[str,
     kind = built.target.kind.name
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "library": library,
-        "inputs": io(graph.inputs, graph.input_names),
-        "outputs": io(graph.outputs, graph.output_names),
+        "inputs": io(graph.inputs, in_names),
+        "outputs": io(graph.outputs, out_names),
         "target": target, "device": "cpu" if kind == "llvm" else kind,
         "num_threads": threads, "pipeline": built.pipeline, "rules": built.rules,
-        "megtrace_version": megtrace.__version__, "tvm_version": tvm().__version__,
+        "megtrace_version": __version__, "tvm_version": tvm().__version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ._tvm import tvm
+from .executable import is_host
 
 _INTRIN = "tvm.s_tir.tensor_intrin"
 
@@ -66,7 +67,6 @@ def fast_builder(target: Any, timeout_sec: float = 60.0, max_workers: int | None
     for a foreign CPU with its cross gcc."""
     from tvm.s_tir.meta_schedule.builder import LocalBuilder
     linker = None
-    from .executable import is_host
     if target.kind.name == "llvm" and not is_host(target):
         import shutil
         triple = str(target.attrs.get("mtriple"))

@@ -4,22 +4,36 @@ subexpressions and dead code removed), and the optimized Relax comes back as a m
 graph (lift.py) with MegEngine's fused Elemwise modes, ready for the .mge writer.
 
 Options mirror MegEngine's optimize_for_inference kwargs; `optimize_options` is the
-Metadata bit set MegEngine stores (bit 2: fuse_conv_bias_nonlinearity).
+Metadata bit set MegEngine stores (bit 0: f16_io_f32_comp, 1: f16_io_comp, 2:
+fuse_conv_bias_nonlinearity, 6: fuse_grain).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from megtrace.errors import MegtraceError
 from megtrace.ir import Graph
 from megtrace.ops import get
 
 from ._tvm import relax, tvm
+from .float16 import convert_f32_to_f16
 from .lift import lift
-from .lower import emit_node
+from .lower import emit_node, to_relax
+from .nchwxx import convert_to_nchwxx
 from .shape_cut import split as split_shape_arithmetic
 
+F16_IO_F32_COMP = 1 << 0
+F16_IO_COMP = 1 << 1
 FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
+FUSE_CONV_BIAS_WITH_Z = 1 << 3
 FUSE_GRAIN = 1 << 6
+# MegEngine's GraphCommonOptimizeOptions::LayoutTransform, stored in bits 32..63
+LAYOUTS = {"nchw4": 1, "nhwcd4": 2, "nchw88": 3, "nchw44": 4, "nchw44_dot": 5, "nchw32": 6,
+           "chwn4": 7, "nchw64": 8}
+# Layouts whose MegEngine passes re-lay-out only quantized (int8/int4) convolutions: a
+# float graph gets their conv-bias fusion and nothing else (as MegEngine 1.13's own
+# dumps of float models show).
+QUANTIZED_ONLY_LAYOUTS = ("nchw4", "nchw32", "chwn4", "nchw64")
 
 
 class _Named:
@@ -99,9 +113,6 @@ def _lifts_as_itself(node, consts: dict, cache: dict) -> bool:
 
 
 def _probe(node, const_in: tuple[bool, ...]) -> bool:
-    from megtrace.errors import MegtraceError
-
-    from .lower import to_relax
     g = Graph()
     ins = [g.add_const(np.zeros(v.type.shape, v.type.dtype)) if c else
            g.add_input(v.type, f"x{i}") for i, (v, c) in enumerate(zip(node.inputs, const_in))]
@@ -237,8 +248,23 @@ def _fold_global_pooling(g: Graph) -> Graph:
 
 
 def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = False,
-                           fuse_grain: bool = True) -> tuple[Graph, int]:
-    """The optimized graph and its MegEngine optimize_options bits."""
+                           fuse_grain: bool = True, f16_io_f32_comp: bool = False,
+                           f16_io_comp: bool = False, fuse_conv_bias_with_z: bool = False,
+                           layout: str | None = None) -> tuple[Graph, int]:
+    """The optimized graph and its MegEngine optimize_options bits. Float16 (f16_io_*)
+    comes after the fusions, as in MegEngine; with both float16 options MegEngine's
+    second pass leaves float32 compute (io16xc32) in place. A layout (a LAYOUTS key)
+    brings MegEngine's conv-bias fusion with it and is applied last; so does
+    fuse_conv_bias_with_z (whose z fusion MegEngine's CPU passes leave out for float
+    graphs)."""
+    if layout is not None and layout not in LAYOUTS:
+        raise ValueError(f"optimize_for_inference: layout must be one of {sorted(LAYOUTS)}; "
+                         f"got {layout!r}")
+    if layout == "nhwcd4":
+        raise NotImplementedError(
+            "enable_hwcd4: NHWCD4 is MegEngine's OpenCL image layout (ConvertFormatPass with "
+            "Image2D tensor formats); megtrace does not write it")
+    bias_fusion = fuse_conv_bias_nonlinearity or fuse_conv_bias_with_z or layout is not None
     t = tvm()
     rx = relax()
     graph, shape_cut = split_shape_arithmetic(graph)
@@ -253,11 +279,29 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     with t.transform.PassContext(opt_level=3):
         mod = passes(mod)
     lifted = lift(mod, list(graph.input_names), list(graph.output_names), names, kept)
-    fused = _arith_fusion(_merge_constant_adds(lifted), fuse_conv_bias_nonlinearity)
+    fused = _arith_fusion(_merge_constant_adds(lifted), bias_fusion)
     if fuse_grain:
         fused = _fold_global_pooling(fused)
     if shape_cut is not None:
         fused = shape_cut.stitch(fused)
+    if f16_io_f32_comp or f16_io_comp:
+        fused = convert_f32_to_f16(fused, f32_compute=f16_io_f32_comp)
+    if layout in ("nchw88", "nchw44", "nchw44_dot"):
+        fused = convert_to_nchwxx(fused, 8 if layout == "nchw88" else 4)
+    elif layout == "nchw64":
+        _check_nchw64(fused)
     options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \
-        (FUSE_GRAIN if fuse_grain else 0)
+        (FUSE_GRAIN if fuse_grain else 0) | (F16_IO_F32_COMP if f16_io_f32_comp else 0) | \
+        (F16_IO_COMP if f16_io_comp else 0) | \
+        (FUSE_CONV_BIAS_WITH_Z if fuse_conv_bias_with_z else 0) | \
+        (LAYOUTS[layout] << 32 if layout else 0)
     return fused, options
+
+
+def _check_nchw64(g: Graph) -> None:
+    """MegEngine's PaddingChannelPass for NCHW64 refuses grouped convolutions."""
+    for node in g.nodes:
+        if node.op.name in ("conv2d", "conv_bias") and node.inputs[1].type.ndim == 5:
+            raise NotImplementedError(
+                f"enable_nchw64: {node.outputs[0].name_hint or node.op.name}: nchw64 format "
+                "only support padding channel in dense convolution (MegEngine 1.13)")

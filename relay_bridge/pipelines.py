@@ -10,6 +10,8 @@ import logging
 from typing import Any
 
 from ._tvm import relax, tvm
+from .cpu import to_relax_cpu
+from .lower import to_relax
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +21,7 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     if base == "rules":
-        from .cpu import to_relax_cpu
         return to_relax_cpu(graph)
-    from .lower import to_relax
     return to_relax(graph), []
 
 

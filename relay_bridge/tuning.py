@@ -366,6 +366,7 @@ def compile_tuned(graph: Any, target: Any = None, work_dir: str | os.PathLike | 
                   *, num_threads: int | None = None) -> "CompiledGraph":
     """A CompiledGraph built with the tuning records in `work_dir` (records absent from
     it, and kernels whose record lost the re-measurement, use the untuned schedule)."""
+    # lazy: build imports tuning (compile_graph with a tuning_dir); a cycle left to fix
     from .build import CompiledGraph
     if work_dir is None:
         raise ValueError("work_dir: the folder `tune` wrote its records to is required")

@@ -54,3 +54,35 @@ def test_graph_inference_inputs_and_outputs_by_name(rng, tmp_path):
         full.run(inp_dict={"a": a})
     with pytest.raises(KeyError, match="no output named"):
         cgtools.GraphInference(str(path), outputs=["nope"])
+
+
+@pytest.mark.lite
+@pytest.mark.parametrize("optimize", [False, True])
+def test_dumped_where_keeps_unselected_inf_and_nan_out(optimize, lite, tmp_path):
+    """MegEngine writes where as switch_gt0(m, x) + switch_gt0(1 - m, y): an inf or NaN
+    in the branch not taken must not reach the result (m * x would make it NaN)."""
+    m = np.array([[1, 0], [0, 1]], np.float32)
+    x = np.array([[1, np.inf], [np.nan, 4]], np.float32)
+    y = np.array([[5, 6], [7, 8]], np.float32)
+    traced = trace(symbolic=True, capture_as_const=True)(lambda m, x, y: F.where(m > 0, x, y))
+    traced(mge.tensor(m), mge.tensor(x), mge.tensor(y))
+    path = tmp_path / "where.mge"
+    traced.dump(path, arg_names=["m", "x", "y"], output_names=["o"],
+                optimize_for_inference=optimize)
+    want = np.where(m > 0, x, y)
+    feeds = {"m": m, "x": x, "y": y}
+    assert np.array_equal(cgtools.GraphInference(str(path)).run(inp_dict=feeds)["o"], want)
+    assert np.array_equal(lite.run_model(path, feeds)["o"], want)
+
+
+def test_graph_inference_takes_a_scalar_for_a_dumped_scalar_input(tmp_path):
+    """0-d traced inputs are written as shape (1,); GraphInference feeds a 0-d array
+    into them, as MegEngine does (its opr_test runs F.where on scalars this way)."""
+    traced = trace(symbolic=True, capture_as_const=True)(lambda x, y: x * y + 1)
+    traced(mge.tensor(np.float32(2)), mge.tensor(np.float32(3)))
+    path = tmp_path / "scalar.mge"
+    info = traced.dump(path)
+    names = info[4]
+    out = cgtools.GraphInference(str(path)).run(
+        inp_dict=dict(zip(names, [np.float32(4), np.float32(5)])))
+    assert float(np.asarray(list(out.values())[0]).reshape(-1)[0]) == 21.0

@@ -3,7 +3,6 @@ engine under GradManager and Function."""
 from __future__ import annotations
 
 import itertools
-import weakref
 from typing import Callable, Sequence
 
 from .tape import Tape, recording_tapes
@@ -18,12 +17,10 @@ class Grad:
 
     stack: list = []
     grouping = False
-    _by_tape: "weakref.WeakValueDictionary[Tape, Grad]" = weakref.WeakValueDictionary()
 
     def __init__(self, name: str | None = None):
         self._name = name if name else f"grad_{next(_names)}"
         self._tape: Tape | None = Tape(self._name)
-        Grad._by_tape[self._tape] = self
 
     @property
     def name(self) -> str:

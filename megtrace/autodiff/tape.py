@@ -92,7 +92,8 @@ class Tape:
 
     def add_node(self, name: str, backward: Callable, inputs: Sequence, outputs: Sequence):
         """Record that `outputs` came from `inputs`; `backward(out_grads, wanted)` gives
-        one gradient (or None) per input (`wanted`: which inputs the tape tracks). No node when no input is tracked here."""
+        one gradient (or None) per input (`wanted`: which inputs the tape tracks). No
+        node when no input is tracked here."""
         in_vars = [self.var_of(t) for t in inputs]
         if not any(v is not None for v in in_vars):
             return
@@ -128,7 +129,8 @@ class Tape:
                         self.callbacks.pop(var)(g)
                 if all(g is None for g in outs):
                     continue
-                in_grads = node.backward(outs, tuple(v is not None for v in node.in_vars))
+                wanted = tuple(v is not None for v in node.in_vars)
+                in_grads = node.backward(outs, wanted)
                 if len(in_grads) != len(node.in_vars):
                     raise RuntimeError(f"{node.name}: the gradient rule returned "
                                        f"{len(in_grads)} gradient(s) for "

@@ -20,7 +20,7 @@ import numpy as np
 from ..tensor import Tensor
 from .elemwise import add, mul
 from .nn import dropout, matmul, softmax
-from .tensor_ops import broadcast_to, concat, expand_dims, reshape, transpose, zeros_like
+from .tensor_ops import broadcast_to, expand_dims, reshape, transpose, zeros_like
 
 __all__ = ["multi_head_attention"]
 

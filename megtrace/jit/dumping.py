@@ -16,6 +16,23 @@ _OPTIMIZE_FLAGS = ("enable_io16xc32", "enable_ioc16", "enable_hwcd4", "enable_nc
                    "enable_fuse_grain", "enable_weight_preprocess")
 
 
+# optimize_for_inference's layout options in MegEngine's order: when several are given,
+# the last one set wins (megbrain_graph.optimize_for_inference).
+_LAYOUT_FLAGS = {"enable_hwcd4": "nhwcd4", "enable_nchw4": "nchw4", "enable_nchw88": "nchw88",
+                 "enable_nchw32": "nchw32", "enable_nchw44": "nchw44",
+                 "enable_nchw44_dot": "nchw44_dot", "enable_chwn4": "chwn4",
+                 "enable_nchw64": "nchw64"}
+_UNSUPPORTED = ("enable_fuse_preprocess", "enable_weight_preprocess")
+
+
+def _layout(kwargs: dict) -> str | None:
+    chosen = None
+    for flag, layout in _LAYOUT_FLAGS.items():
+        if kwargs.get(flag):
+            chosen = layout
+    return chosen
+
+
 def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = False,
                keep_var_name: int = 1, keep_opr_name: bool = False,
                keep_param_name: bool = False, keep_opr_priority: bool = False,
@@ -43,8 +60,7 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     if input_data is not None and dump_format not in (None, "FBS_V2"):
         raise ValueError("input_data needs dump_format='FBS_V2': load_and_run reads "
                          "testcases in the main model's format")
-    supported = ("enable_fuse_grain", "enable_fuse_conv_bias_nonlinearity")
-    flags = sorted(k for k, v in kwargs.items() if v and k not in supported)
+    flags = sorted(k for k, v in kwargs.items() if v and k in _UNSUPPORTED)
     if optimize_for_inference and flags:
         raise NotImplementedError(f"dump: optimize_for_inference options {flags} are not "
                                   "supported yet")
@@ -106,6 +122,7 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
                               compat_older_version=compat_older_version,
                               input_names=in_names)
     if input_data is not None:
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
         from megtrace.fbs.testcases import write_container
         data = write_container(data, cases, in_names)
     _write_atomic(file, data, append)
@@ -132,12 +149,17 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
     back from Relax is written unoptimized, with a warning and no optimize_options."""
     import warnings
 
+    # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
     from megtrace.relay_bridge.optimize import optimize_for_inference
     from ..errors import OptimizationSkippedWarning, UnsupportedOpError
     try:
         return optimize_for_inference(
             graph, fuse_conv_bias_nonlinearity=bool(kwargs.get("enable_fuse_conv_bias_nonlinearity")),
-            fuse_grain=bool(kwargs.get("enable_fuse_grain", True)))
+            fuse_grain=bool(kwargs.get("enable_fuse_grain", True)),
+            f16_io_f32_comp=bool(kwargs.get("enable_io16xc32")),
+            f16_io_comp=bool(kwargs.get("enable_ioc16")),
+            fuse_conv_bias_with_z=bool(kwargs.get("enable_fuse_conv_bias_with_z")),
+            layout=_layout(kwargs))
     except UnsupportedOpError as e:
         warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
                       "traced", OptimizationSkippedWarning, stacklevel=3)

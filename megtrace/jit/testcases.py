@@ -194,5 +194,6 @@ def _compile_for(graph: Graph, feeds: dict[str, np.ndarray]):
     ones, e.g. with `repeat`: the interpreter handles those)."""
     if any(feeds[n].shape != v.type.shape for v, n in zip(graph.inputs, graph.input_names)):
         return None
+    # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
     from megtrace.relay_bridge import compile_graph
     return compile_graph(graph)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..device import get_default_device, target_for
 from ..dispatch import recording
+from ..dtype import name_of
 from ..errors import TraceError
 from ..ir import Graph, Var
 from ..tensor import Tensor
@@ -145,10 +146,19 @@ class trace:
         return entry
 
     @property
+    def target(self) -> Any:
+        """The TVM target the traced graph is built for: `target=` as given, else the
+        one the first call's input device implies (None: this machine)."""
+        if self._target is not None or not self._entries:
+            return self._target
+        return next(iter(self._entries.values())).target
+
+    @property
     def graph(self) -> Graph:
-        """The recorded graph (printable); available after the first call."""
-        entry = self._last_entry or (next(iter(self._entries.values())) if self._entries
-                                     else None)
+        """The recorded graph (printable); available after the first call. With several
+        traced input shapes (symbolic_shape), the first one's: what `dump` writes, and
+        what `megtrace.export` and `megtrace.tune` build."""
+        entry = next(iter(self._entries.values()), None)
         if entry is None:
             raise TraceError("trace: the function has not been called yet, so nothing is "
                              "recorded")
@@ -175,7 +185,7 @@ class trace:
                                      f"with {[n for n, _ in bindings]}")
         feeds = {}
         for (name, t), (_, var) in zip(bindings, entry.args):
-            if t.dtype.name != var.type.dtype:
+            if name_of(t.dtype) != var.type.dtype:
                 raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
                                          f"input {name}")
             feeds[var] = t.numpy()
@@ -220,19 +230,19 @@ class trace:
         self._last_entry = entry
         if self._record_only:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])
-        if self._symbolic:
-            feeds = {v: rec._values[v] for _, v in entry.args}
-            feeds.update(_external_feeds(entry, drawn=rec._values))
-            results = self._run_entry(entry, feeds)
-            values = [results[v] if v in results else _source_value(entry, v, feeds)
-                      for v in out_vars]
-            for t, var in assignments:
-                materialize(t, results[var] if var in results else _source_value(entry, var,
-                                                                                  feeds))
-        else:
-            values = rec.output_values(out_vars)
-            for t, var in assignments:
-                materialize(t, rec._value_of(var))
+        # Symbolic or not, the first call returns (and assigns) what the compiled graph
+        # computes, as every later call does: MegEngine's eager and compiled kernels are
+        # one and the same, so its traced calls agree bit for bit, while megtrace's NumPy
+        # kernels (the eager run of a non-symbolic first call) may differ from TVM's by
+        # an ulp (exp, log, ...).
+        feeds = {v: rec._values[v] for _, v in entry.args}
+        feeds.update(_external_feeds(entry, drawn=rec._values))
+        results = self._run_entry(entry, feeds)
+        values = [results[v] if v in results else _source_value(entry, v, feeds)
+                  for v in out_vars]
+        for t, var in assignments:
+            materialize(t, results[var] if var in results else _source_value(entry, var,
+                                                                              feeds))
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):
@@ -256,6 +266,7 @@ class trace:
         if entry.compiled is None:
             with self._build_lock:
                 if entry.compiled is None:
+                    # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
                     from megtrace.relay_bridge import compile_graph
                     graph = entry.exec_graph()
                     target = self._target if self._target is not None else entry.target
@@ -266,6 +277,7 @@ class trace:
             return {}
         arrays = [feeds[v] for v in graph.inputs]
         if self._profiling:
+            # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
             from megtrace.relay_bridge.profile import profile_run
             values, self._profile = profile_run(compiled, arrays)
         else:
@@ -275,10 +287,17 @@ class trace:
             self._checked = True
         return dict(zip(entry.exec_outputs, values))
 
+    @property
+    def build_options(self):
+        """How compile_graph, export and tune build this trace (a relay_bridge
+        BuildOptions from opt_level, graph_opt_config and tuning_dir)."""
+        return self._build_options()
+
     def _build_options(self):
         """opt_level and graph_opt_config as a relay_bridge BuildOptions (see its doc):
         a negative level builds like its absolute value and checks the first compiled
         run against the NumPy interpreter, as MegEngine checks its optimized graph."""
+        # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
         from megtrace.relay_bridge.build import BuildOptions
         level = abs(self._opt_level)
         cfg = self._graph_opt_config or GraphOptimizationConfig()
@@ -295,6 +314,7 @@ class trace:
         if not self._profiling:
             raise TraceError("trace: get_profile() needs trace(..., profiling=True)")
         if self._profile is None:
+            # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
             from megtrace.relay_bridge.profile import empty_profile
             return empty_profile()
         return self._profile

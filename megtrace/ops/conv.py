@@ -116,7 +116,7 @@ def conv_weight_grad(V, x, g, w_shape, nd: int, stride, padding, dilation):
 
 def conv_vjp(nd: int):
     """`OpDef.vjp` of conv{nd}d(x, w)."""
-    def vjp(V, inputs, outputs, grads, *, stride, padding, dilation):
+    def vjp(V, inputs, outputs, grads, *, stride, padding, dilation, compute_mode="DEFAULT"):
         (x, w), (g,) = inputs, grads
         geometry = (nd, stride, padding, dilation)
         gx = conv_input_grad(V, g, w, tuple(x.shape), *geometry) if V.needs_grad(0) else None

@@ -395,7 +395,8 @@ def _dpsroi_eager(x, rois, trans, *, no_trans, part_size, pooled, sample_per_par
     h, w = x.shape[2:]
     n_cls = 1 if no_trans else trans.shape[1] // 2
     offsets = trans.reshape(-1, 2, part_size, part_size) if not no_trans else None
-    out = np.zeros((k, c) + tuple(pooled), np.float32)
+    work = np.promote_types(x.dtype, np.float32)    # float64 stays (gradient checks)
+    out = np.zeros((k, c) + tuple(pooled), work)
     corner = _round_half_away(rois[:, 1:].astype(np.float32))
     for n in range(k):
         img = x[int(rois[n, 0])]
@@ -417,7 +418,7 @@ def _dpsroi_eager(x, rois, trans, *, no_trans, part_size, pooled, sample_per_par
                         part_w = int(np.floor(f(j) / pooled[1] * part_size))
                         ws += offsets[n * n_cls + cls, 0, part_h, part_w] * f(trans_std) * rw
                         hs += offsets[n * n_cls + cls, 1, part_h, part_w] * f(trans_std) * rh
-                    total, count = np.zeros(per_cls, np.float32), 0
+                    total, count = np.zeros(per_cls, work), 0
                     for a in range(sample_per_part):
                         for b in range(sample_per_part):
                             sx, sy = ws + f(b) * sub_w, hs + f(a) * sub_h
@@ -435,6 +436,81 @@ def _dpsroi_eager(x, rois, trans, *, no_trans, part_size, pooled, sample_per_par
                     if count:
                         out[n, cls * per_cls:(cls + 1) * per_cls, i, j] = total / f(count)
     return out
+
+
+def _int_const(V, values, like):
+    return V.apply("astype", V.const(np.asarray(values), like), dtype="int32")
+
+
+def _dpsroi_vjp(V, inputs, outputs, grads, *, no_trans, part_size, pooled, sample_per_part,
+                spatial_scale, trans_std):
+    """MegEngine's DeformablePSROIPoolingBackward (image and offsets; rois get none): the
+    forward's sample grid rebuilt from Tensor ops over (K, PH, S, PW, S), each cell's
+    gradient shared by its valid samples, then through the bilinear taps; the offsets get
+    the clamp-free samples' coordinate gradients, scaled as the forward scales them."""
+    (x, rois, trans), (g,) = inputs, grads
+    k, c = rois.shape[0], x.shape[1]
+    h, w = x.shape[2:]
+    (ph, pw), s = pooled, sample_per_part
+    grid = (k, ph, s, pw, s)
+    col = lambda i: V.apply("reshape", V.apply("subtensor", rois, index=(  # noqa: E731
+        (1, i, i + 1, None, None),)), shape=(k, 1, 1, 1, 1))
+    corner = lambda i: V.apply("sign", col(i)) * V.apply(  # noqa: E731
+        "floor", V.apply("abs", col(i)) + V.const(0.5, rois))
+    cst = lambda v: V.const(v, rois)                                    # noqa: E731
+    scale, half = cst(spatial_scale), cst(0.5)
+    wl, hl = corner(1) * scale - half, corner(2) * scale - half
+    wr, hr = (corner(3) + cst(1)) * scale - half, (corner(4) + cst(1)) * scale - half
+    rw = V.apply("maximum", wr - wl, cst(0.1))
+    rh = V.apply("maximum", hr - hl, cst(0.1))
+    bin_h, bin_w = rh / cst(ph), rw / cst(pw)
+    ii = cst(np.arange(ph).reshape(1, ph, 1, 1, 1))
+    jj = cst(np.arange(pw).reshape(1, 1, 1, pw, 1))
+    aa = cst(np.arange(s).reshape(1, 1, s, 1, 1))
+    bb = cst(np.arange(s).reshape(1, 1, 1, 1, s))
+    ws, hs = jj * bin_w + wl, ii * bin_h + hl
+    part_h = np.floor(np.arange(ph, dtype=np.float32) / ph * part_size).astype(np.int64)
+    part_w = np.floor(np.arange(pw, dtype=np.float32) / pw * part_size).astype(np.int64)
+    if not no_trans:
+        def shift(axis):
+            t = V.apply("reshape", V.apply("subtensor", trans, index=(
+                (1, axis, axis + 1, None, None),)), shape=(k, part_size, part_size))
+            t = V.apply("indexing_multi_axis_vec", t, _int_const(V, part_h.reshape(-1, 1), g),
+                        _int_const(V, part_w.reshape(1, -1), g), axes=(1, 2))
+            return V.apply("reshape", t, shape=(k, ph, 1, pw, 1)) * cst(trans_std)
+        ws, hs = ws + shift(0) * rw, hs + shift(1) * rh
+    sx = V.apply("broadcast_to", ws + bb * (bin_w / cst(s)), shape=grid)
+    sy = V.apply("broadcast_to", hs + aa * (bin_h / cst(s)), shape=grid)
+    inside = lambda p, n: V.apply("logical_and", V.apply("ge", p, cst(-0.5)),  # noqa: E731
+                                  V.apply("le", p, cst(n - 0.5)))
+    valid = V.apply("astype", V.apply("logical_and", inside(sx, w), inside(sy, h)),
+                    dtype=g.dtype.name)
+    count = V.apply("reduce", valid, mode="sum", axis=(2, 4), keepdims=True)
+    weight = valid / V.apply("maximum", count, V.const(1, count))      # (K, PH, S, PW, S)
+    gs = V.apply("reshape", g, shape=(k, c, ph, 1, pw, 1)) * \
+        V.apply("expand_dims", weight, axis=(1,))
+    gs = V.apply("reshape", gs, shape=(k, c, ph * s, pw * s))
+    flat = lambda t: V.apply("reshape", t, shape=(k, ph * s, pw * s))  # noqa: E731
+    csx = V.apply("clip", sx, lower=0.0, upper=float(w - 1))
+    csy = V.apply("clip", sy, lower=0.0, upper=float(h - 1))
+    batch = V.apply("reshape", V.apply("floor", col(0)), shape=(k, 1, 1))
+    gx, gxs, gys = sample_grads(V, x, batch, flat(csx), flat(csy), gs, border="REPLICATE",
+                                border_val=0.0, want_coords=not no_trans)
+    if no_trans:
+        return gx, None, None
+
+    def offset_grad(gc, p, n, extent):
+        free = V.apply("logical_and", V.apply("ge", p, cst(0)), V.apply("le", p, cst(n - 1)))
+        gc = V.select(free, V.apply("reshape", gc, shape=grid))
+        per_cell = V.apply("reduce", gc, mode="sum", axis=(2, 4), keepdims=False)
+        per_cell = per_cell * V.apply("reshape", extent, shape=(k, 1, 1)) * cst(trans_std)
+        parts = V.apply("broadcast_to", V.const(0, g), shape=(k, part_size, part_size))
+        parts = V.apply("indexing_incr_multi_axis_vec", parts, per_cell,
+                        _int_const(V, part_h.reshape(-1, 1), g),
+                        _int_const(V, part_w.reshape(1, -1), g), axes=(1, 2))
+        return V.apply("expand_dims", parts, axis=(1,))
+    gtrans = V.apply("concat", offset_grad(gxs, sx, w, rw), offset_grad(gys, sy, h, rh), axis=1)
+    return gx, None, V.apply("reshape", gtrans, shape=tuple(trans.shape))
 
 
 def _dpsroi_fields(p):
@@ -455,6 +531,6 @@ def _dpsroi_decode(f):
 register(OpDef("deformable_psroi_pooling",
                params={"no_trans": True, "part_size": 1, "pooled": (1, 1),
                        "sample_per_part": 1, "spatial_scale": 1.0, "trans_std": 1.0},
-               eager=_dpsroi_eager, infer=_dpsroi_infer,
+               eager=_dpsroi_eager, infer=_dpsroi_infer, vjp=_dpsroi_vjp,
                mge=MgeOpr("DeformablePSROIPoolingForward", "DeformablePSROIPooling",
                           fields=_dpsroi_fields, decode=_dpsroi_decode, outputs=2)))

@@ -22,7 +22,7 @@ def _restore(V, t, x, axes):
     return V.apply("broadcast_to", t, shape=tuple(x.shape)) if keep != tuple(x.shape) else t
 
 
-def reduce_vjp(V, inputs, outputs, grads, *, mode, axis, keepdims):
+def reduce_vjp(V, inputs, outputs, grads, *, mode, axis, keepdims, data_type="DEFAULT"):
     (x,), (y,), (g,) = inputs, outputs, grads
     axes = _norm_axes(axis, x.ndim)
     gx = _restore(V, g, x, axes)
@@ -87,7 +87,7 @@ def astype_vjp(V, inputs, outputs, grads, **_):
     return (V.cast(g, x),)
 
 
-def matmul_vjp(V, inputs, outputs, grads, *, transpose_a, transpose_b):
+def matmul_vjp(V, inputs, outputs, grads, *, transpose_a, transpose_b, compute_mode="DEFAULT"):
     (a, b), (g,) = inputs, grads
     mm = lambda p, q, ta, tb: V.apply("matmul", p, q, transpose_a=ta, transpose_b=tb)  # noqa
     ga = gb = None

@@ -78,15 +78,17 @@ def _where_infer(mask, x, y):
 
 
 def _where_emit(em, types, p, inputs):
-    """MegEngine's own converter: mask as 0/1 of x's dtype, then m*x + (1-m)*y."""
+    """MegEngine 1.13's Where subgraph: mask as 0/1 of x's dtype, then
+    switch_gt0(m, x) + switch_gt0(1 - m, y). SWITCH_GT0 gives 0 where the mask is off
+    (a product m * x would turn an unselected inf or NaN into NaN)."""
     mask, x, y = inputs
     dtype = types[1].dtype
     from .. import dtype as _dt
     m = em.opr(TYPE_CVT, {"type": _dt.info(dtype).mge_enum}, [mask])
     one = em.const(np.array([1], dtype))
     inv = em.opr(ELEMWISE, {"mode": "SUB"}, [one, m])
-    a = em.opr(ELEMWISE, {"mode": "MUL"}, [m, x])
-    b = em.opr(ELEMWISE, {"mode": "MUL"}, [inv, y])
+    a = em.opr(ELEMWISE, {"mode": "SWITCH_GT0"}, [m, x])
+    b = em.opr(ELEMWISE, {"mode": "SWITCH_GT0"}, [inv, y])
     return em.opr(ELEMWISE, {"mode": "ADD"}, [a, b])
 
 

@@ -12,8 +12,11 @@ from .reduce import REDUCE
 from .shape import CONCAT, GET_VAR_SHAPE, RESHAPE, SUBTENSOR, emit_reshape
 
 
-def _matmul_infer(a, b, *, transpose_a, transpose_b):
+def _matmul_infer(a, b, *, transpose_a, transpose_b, compute_mode="DEFAULT"):
     dtype = same_dtype("matmul", a, b)
+    if compute_mode not in ("DEFAULT", "FLOAT32"):
+        raise ValueError(f"matmul: compute_mode must be 'DEFAULT' or 'FLOAT32'; got "
+                         f"{compute_mode!r}")
     if a.ndim < 2 or b.ndim < 2:
         raise ShapeError(f"matmul: operands must be at least 2-d; got {a} and {b}")
     m, ka = (a.shape[-1], a.shape[-2]) if transpose_a else a.shape[-2:]
@@ -25,28 +28,35 @@ def _matmul_infer(a, b, *, transpose_a, transpose_b):
     return TensorType(batch + (m, n), dtype)
 
 
-def _matmul_eager(a, b, *, transpose_a, transpose_b):
+def _matmul_eager(a, b, *, transpose_a, transpose_b, compute_mode="DEFAULT"):
+    dtype = a.dtype
+    if compute_mode == "FLOAT32" and dtype == np.float16:
+        a, b = a.astype(np.float32), b.astype(np.float32)
     a = np.swapaxes(a, -1, -2) if transpose_a else a
     b = np.swapaxes(b, -1, -2) if transpose_b else b
-    return np.matmul(a, b).astype(a.dtype)
+    return np.matmul(a, b).astype(dtype)
 
 
-def _matmul_lower(L, a, b, *, transpose_a, transpose_b):
+def _matmul_lower(L, a, b, *, transpose_a, transpose_b, compute_mode="DEFAULT"):
     R = L.R
     ta, tb = L.types
     if transpose_a:
         a = R.permute_dims(a, list(range(ta.ndim - 2)) + [ta.ndim - 1, ta.ndim - 2])
     if transpose_b:
         b = R.permute_dims(b, list(range(tb.ndim - 2)) + [tb.ndim - 1, tb.ndim - 2])
+    if compute_mode == "FLOAT32" and ta.dtype == "float16":   # float32 sums, float16 out
+        return R.astype(R.matmul(a, b, out_dtype="float32"), "float16")
     return R.matmul(a, b)
 
 
 def _matmul_fields(p):
-    return {"transposeA": p["transpose_a"], "transposeB": p["transpose_b"]}
+    return {"transposeA": p["transpose_a"], "transposeB": p["transpose_b"],
+            "compute_mode": p.get("compute_mode", "DEFAULT")}
 
 
 def _matmul_decode(f):
-    return {"transpose_a": bool(f["transposeA"]), "transpose_b": bool(f["transposeB"])}
+    return {"transpose_a": bool(f["transposeA"]), "transpose_b": bool(f["transposeB"]),
+            "compute_mode": f.get("compute_mode", "DEFAULT")}
 
 
 def _matmul_mge(types):
@@ -144,5 +154,5 @@ BATCHED_MATRIX_MUL = MgeOpr("BatchedMatrixMulV2", "MatrixMul", fields=_matmul_fi
 BROADCAST = MgeOpr("Broadcast", "Empty")
 
 register(OpDef("matmul", eager=_matmul_eager, infer=_matmul_infer, lower=_matmul_lower,
-               params={"transpose_a": False, "transpose_b": False},
+               params={"transpose_a": False, "transpose_b": False, "compute_mode": "DEFAULT"},
                mge=MgeChoice(_matmul_mge, (MATRIX_MUL, BATCHED_MATRIX_MUL)), vjp=matmul_vjp))

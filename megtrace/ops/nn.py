@@ -37,8 +37,14 @@ def _conv_geometry(x: TensorType, w: TensorType, stride, padding, dilation):
     return groups, oc, ocg, icg, kh, kw, oh, ow
 
 
-def _conv2d_infer(x, w, *, stride, padding, dilation):
+_COMPUTE_MODES = ("DEFAULT", "FLOAT32")
+
+
+def _conv2d_infer(x, w, *, stride, padding, dilation, compute_mode="DEFAULT"):
     same_dtype("conv2d", x, w)
+    if compute_mode not in _COMPUTE_MODES:
+        raise ValueError(f"conv2d: compute_mode must be one of {_COMPUTE_MODES}; got "
+                         f"{compute_mode!r}")
     if any(s <= 0 for s in stride) or any(d <= 0 for d in dilation) or min(padding) < 0:
         raise ValueError(f"conv2d: stride/dilation must be positive and padding >= 0; got "
                          f"stride={stride}, padding={padding}, dilation={dilation}")
@@ -46,20 +52,27 @@ def _conv2d_infer(x, w, *, stride, padding, dilation):
     return TensorType((x.shape[0], oc, oh, ow), x.dtype)
 
 
-def _conv2d_eager(x, w, *, stride, padding, dilation):
+def _conv2d_eager(x, w, *, stride, padding, dilation, compute_mode="DEFAULT"):
     g, oc, ocg, icg, kh, kw, oh, ow = _conv_geometry(TensorType.of(x), TensorType.of(w),
                                                      stride, padding, dilation)
+    dtype = x.dtype
+    if compute_mode == "FLOAT32" and dtype == np.float16:
+        x, w = x.astype(np.float32), w.astype(np.float32)
     out = eager_kernels.conv2d(x, w.reshape(g, ocg, icg, kh, kw), g, stride, padding,
                                dilation, (oh, ow))
-    return out.astype(x.dtype, copy=False)
+    return out.astype(dtype, copy=False)
 
 
-def _conv2d_lower(L, x, w, *, stride, padding, dilation):
+def _conv2d_lower(L, x, w, *, stride, padding, dilation, compute_mode="DEFAULT"):
     wt = L.types[1]
     groups = 1
     if wt.ndim == 5:
         groups = wt.shape[0]
         w = L.R.reshape(w, (wt.shape[0] * wt.shape[1],) + wt.shape[2:])
+    if compute_mode == "FLOAT32" and wt.dtype == "float16":   # float16 in and out, float32 sums
+        y = L.R.nn.conv2d(x, w, strides=stride, padding=padding, dilation=dilation,
+                          groups=groups, out_dtype="float32")
+        return L.R.astype(y, "float16")
     return L.R.nn.conv2d(x, w, strides=stride, padding=padding, dilation=dilation,
                          groups=groups)
 
@@ -67,12 +80,14 @@ def _conv2d_lower(L, x, w, *, stride, padding, dilation):
 def _conv2d_fields(p):
     return {"pad_h": p["padding"][0], "pad_w": p["padding"][1],
             "stride_h": p["stride"][0], "stride_w": p["stride"][1],
-            "dilate_h": p["dilation"][0], "dilate_w": p["dilation"][1]}
+            "dilate_h": p["dilation"][0], "dilate_w": p["dilation"][1],
+            "compute_mode": p.get("compute_mode", "DEFAULT")}
 
 
 def _conv2d_decode(f):
     return {"stride": (f["stride_h"], f["stride_w"]), "padding": (f["pad_h"], f["pad_w"]),
-            "dilation": (f["dilate_h"], f["dilate_w"])}
+            "dilation": (f["dilate_h"], f["dilate_w"]),
+            "compute_mode": f.get("compute_mode", "DEFAULT")}
 
 
 # MegEngine tells grouped from dense convolution by `sparse`; the weight's rank says which.
@@ -83,7 +98,7 @@ _CONV = {sparse: MgeOpr("Convolution", "Convolution", fields=_conv2d_fields,
 
 register(OpDef(
     "conv2d", eager=_conv2d_eager, infer=_conv2d_infer, lower=_conv2d_lower,
-    params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},
+    params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "compute_mode": "DEFAULT"},
     mge=MgeChoice(lambda types: _CONV["GROUP" if types[1].ndim == 5 else "DENSE"],
                   tuple(_CONV.values())),
     vjp=conv_vjp(2),
@@ -137,7 +152,8 @@ _CONV_BIAS = {sparse: MgeOpr(
 
 register(OpDef(
     "conv_bias", eager=_conv_bias_eager, infer=_conv_bias_infer, lower=_conv_bias_lower,
-    params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "nonline": "IDENTITY"},
+    params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "nonline": "IDENTITY",
+            "compute_mode": "DEFAULT"},
     mge=MgeChoice(lambda types: _CONV_BIAS["GROUP" if types[1].ndim == 5 else "DENSE"],
                   tuple(_CONV_BIAS.values())),
     vjp=_conv_bias_vjp,
@@ -223,20 +239,22 @@ def _pool_vjp(V, inputs, outputs, grads, *, mode, kernel, stride, padding):
     return (V.apply("conv_transpose2d", spread, V.const(np.ascontiguousarray(kernel_w), g),
                     stride=tuple(stride), padding=tuple(padding), output_padding=extra),)
 
+POOLING = MgeOpr(
+    "PoolingV1", "Pooling",
+    fields=lambda p: {"mode": _POOL_MODES[p["mode"]], "pad_h": p["padding"][0],
+                      "pad_w": p["padding"][1], "stride_h": p["stride"][0],
+                      "stride_w": p["stride"][1], "window_h": p["kernel"][0],
+                      "window_w": p["kernel"][1]},
+    decode=lambda f: {"mode": {v: k for k, v in _POOL_MODES.items()}[f["mode"]],
+                      "kernel": (f["window_h"], f["window_w"]),
+                      "stride": (f["stride_h"], f["stride_w"]),
+                      "padding": (f["pad_h"], f["pad_w"])})
+
 
 register(OpDef(
     "pool2d", eager=_pool_eager, infer=_pool_infer, lower=_pool_lower,
     params={"mode": "max", "kernel": (2, 2), "stride": (2, 2), "padding": (0, 0)},
-    mge=MgeOpr(
-        "PoolingV1", "Pooling",
-        fields=lambda p: {"mode": _POOL_MODES[p["mode"]], "pad_h": p["padding"][0],
-                          "pad_w": p["padding"][1], "stride_h": p["stride"][0],
-                          "stride_w": p["stride"][1], "window_h": p["kernel"][0],
-                          "window_w": p["kernel"][1]},
-        decode=lambda f: {"mode": {v: k for k, v in _POOL_MODES.items()}[f["mode"]],
-                          "kernel": (f["window_h"], f["window_w"]),
-                          "stride": (f["stride_h"], f["stride_w"]),
-                          "padding": (f["pad_h"], f["pad_w"])}),
+    mge=POOLING,
     vjp=_pool_vjp,
 ))
 

@@ -23,6 +23,9 @@ _MODES = {  # name: (numpy, relax op name, MegEngine ReduceMode)
 REDUCE = MgeOpr("ReduceV2", "Reduce")
 AXIS_ADD_REMOVE = MgeOpr("AxisAddRemove", "AxisAddRemove")
 INT_MAX = 2147483647
+# Reduce's data_type (MegEngine's ReduceDataType): DEFAULT computes in the input dtype,
+# FLOAT_O16xC32 takes and gives float16 but sums in float32 (what enable_io16xc32 sets).
+DATA_TYPES = {"DEFAULT": 0, "FLOAT_O16xC32": 3}
 
 
 def _axes(op: str, t: TensorType, axis) -> tuple[int, ...]:
@@ -33,9 +36,12 @@ def _axes(op: str, t: TensorType, axis) -> tuple[int, ...]:
     return out
 
 
-def _reduce_infer(x, *, mode, axis, keepdims):
+def _reduce_infer(x, *, mode, axis, keepdims, data_type="DEFAULT"):
     if mode not in _MODES:
         raise ValueError(f"reduce: mode must be one of {sorted(_MODES)}; got {mode!r}")
+    if data_type not in DATA_TYPES or (data_type == "FLOAT_O16xC32" and x.dtype != "float16"):
+        raise ValueError(f"reduce: data_type must be one of {sorted(DATA_TYPES)} "
+                         f"(FLOAT_O16xC32 for float16 input only); got {data_type!r} for {x}")
     axes = _axes("reduce", x, axis)
     if keepdims:
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
@@ -44,16 +50,19 @@ def _reduce_infer(x, *, mode, axis, keepdims):
     return TensorType(shape, x.dtype)
 
 
-def _reduce_eager(x, *, mode, axis, keepdims):
+def _reduce_eager(x, *, mode, axis, keepdims, data_type="DEFAULT"):
     axes = _axes("reduce", TensorType.of(x), axis)
     out = _MODES[mode][0](x.astype(np.float64) if x.dtype.kind == "f" else x, axis=axes,
                           keepdims=keepdims)
     return np.asarray(out).astype(x.dtype)
 
 
-def _reduce_lower(L, x, *, mode, axis, keepdims):
+def _reduce_lower(L, x, *, mode, axis, keepdims, data_type="DEFAULT"):
     R, t = L.R, L.types[0]
     axes = list(_axes("reduce", t, axis))
+    if data_type == "FLOAT_O16xC32":
+        sums = getattr(R, _MODES[mode][1])(R.astype(x, "float32"), axis=axes, keepdims=keepdims)
+        return R.astype(sums, "float16")
     out = getattr(R, _MODES[mode][1])(x, axis=axes, keepdims=keepdims)
     if mode in ("max", "min") and t.dtype.startswith("float"):
         # MegEngine (and NumPy) give NaN where the reduced values hold one; TVM's max/min
@@ -68,7 +77,8 @@ def _reduce_emit(em, types, p, inputs):
     axes = _axes("reduce", types[0], p["axis"])
     out = inputs[0]
     for a in axes:
-        out = em.opr(REDUCE, {"mode": _MODES[p["mode"]][2], "axis": a}, [out])
+        out = em.opr(REDUCE, {"mode": _MODES[p["mode"]][2], "axis": a,
+                              "data_type": DATA_TYPES[p.get("data_type", "DEFAULT")]}, [out])
     if not p["keepdims"] and axes:
         desc = [{"method": "REMOVE", "axis": a} for a in sorted(axes, reverse=True)]
         out = em.opr(AXIS_ADD_REMOVE, {"desc": desc}, [out])
@@ -76,7 +86,7 @@ def _reduce_emit(em, types, p, inputs):
 
 
 register(OpDef("reduce", eager=_reduce_eager, infer=_reduce_infer, lower=_reduce_lower,
-               params={"mode": "sum", "axis": None, "keepdims": False},
+               params={"mode": "sum", "axis": None, "keepdims": False, "data_type": "DEFAULT"},
                mge=MgeComposite(_reduce_emit), vjp=reduce_vjp))
 
 MODE_BY_MGE = {v[2]: k for k, v in _MODES.items()}

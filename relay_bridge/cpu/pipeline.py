@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._tvm import tvm
+from ..fusion_control import limit_fusion, record_kernels
 from .generic import GenericRule
 
 
@@ -20,7 +21,6 @@ def cpu_pipeline(target: Any, *, fuse_transpose: bool = True, fuse_reduce: bool 
     t = tvm()
     from tvm.relax.backend.cpu_generic import pipeline as cpu
     from tvm.s_tir.dlight import ApplyDefaultSchedule
-    from ..fusion_control import limit_fusion, record_kernels
     rx = t.relax
 
     @t.transform.module_pass(opt_level=0, name="MegtraceCpuPipeline")

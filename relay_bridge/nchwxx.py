@@ -1,0 +1,180 @@
+"""MegEngine's EnableNchwxxPass on a megtrace graph (optimize_for_inference's enable_nchw88
+and enable_nchw44 / enable_nchw44_dot): convolutions whose channels allow it compute in
+the blocked layout (N, C/p, H, W, p) and activations stay blocked between them.
+
+Following MegEngine 1.13 (src/gopt/impl/tensor_reformat.cpp, dnn nchw_nchwxx_valid.h):
+- a dense convolution with IC and OC multiples of p is blocked ("dense"); one with IC < p
+  and OC a multiple of p keeps its NCHW input ("hybrid", MegEngine's is_nchw_nchwxx_
+  optimized rules); a depthwise one with G a multiple of p is "channel", a grouped one
+  with both per-group counts multiples of p is "group"; any other stays NCHW;
+- pooling of a blocked input is blocked; an Elemwise/TypeCvt with a blocked input stays
+  blocked when every other input is a scalar or has a multiple of p channels (those are
+  blocked too), otherwise its blocked inputs go back to NCHW;
+- every other op gets NCHW inputs (Dimshuffle + Reshape, as MegEngine writes its
+  relayouts), and so do the graph's outputs.
+Weights, biases and other constants are re-laid-out here, as MegEngine's ParamFuse does.
+Not done: MegEngine's PaddingChannelPass (channel counts padded up to p), and blocked
+AdaptivePooling/Resize/Concat (they get NCHW inputs here)."""
+from __future__ import annotations
+
+import numpy as np
+
+from megtrace.ir import Graph, Var
+from megtrace.ops import MgeOpr, get
+from megtrace.ops.nchwxx import to_blocked, weight_to_blocked
+
+_ELEMWISE_TYPES = ("Elemwise", "TypeCvtV2", "PowC", "ElemwiseMultiType")
+
+
+def _is_elemwise(op) -> bool:
+    return isinstance(op.mge, MgeOpr) and op.mge.type in _ELEMWISE_TYPES
+
+
+def _hybrid_ok(node, w_shape, p: int) -> bool:
+    """MegEngine's nchw_nchwxx_valid for float32 (NCHW88 / NCHW44_FP32)."""
+    kw = node.kwargs
+    oc, icpg, fh, fw = w_shape
+    if icpg >= p or oc % p or kw["dilation"] != (1, 1):
+        return False
+    if p == 4:
+        stride = kw["stride"]
+        return (fh == fw and fh in (2, 3, 5, 7) and stride[0] == stride[1] and
+                (stride[0] == 1 or stride[1] == 2) and
+                kw.get("nonline", "IDENTITY") in ("IDENTITY", "RELU", "H_SWISH"))
+    return True
+
+
+def conv_case(node, w_shape: tuple, p: int) -> str | None:
+    """Which blocked case MegEngine gives this NCHW convolution, or None (stays NCHW)."""
+    if len(w_shape) == 4:
+        oc, ic = w_shape[:2]
+        if ic % p == 0 and oc % p == 0:
+            return "dense"
+        return "hybrid" if _hybrid_ok(node, w_shape, p) else None
+    g, ocg, icg = w_shape[:3]
+    if icg == ocg == 1 and g % p == 0:
+        return "channel"
+    if icg % p == 0 and ocg % p == 0:
+        return "group"
+    return None
+
+
+class _Rewriter:
+    def __init__(self, graph: Graph, p: int):
+        self.g, self.p = graph, p
+        self.new = Graph(list(graph.inputs), {}, [], [], list(graph.input_names))
+        self.remap: dict[Var, Var] = {}
+        self.blocked: set[Var] = set()
+        self._nchw: dict[Var, Var] = {}
+        self._to_blocked: dict[Var, Var] = {}
+
+    def value(self, v: Var) -> Var:
+        return self.remap.get(v, v)
+
+    def const(self, v: Var):
+        return self.new.consts.get(v)
+
+    def nchw(self, v: Var) -> Var:
+        """v as NCHW (Dimshuffle + Reshape when it is blocked)."""
+        if v not in self.blocked:
+            return v
+        if v not in self._nchw:
+            n, cb, h, w, p = v.type.shape
+            (t,) = self.new.add_node(get("transpose"), [v], {"pattern": (0, 1, 4, 2, 3)})
+            (self._nchw[v],) = self.new.add_node(get("reshape"), [t], {"shape": (n, cb * p, h, w)},
+                                                 v.name_hint)
+        return self._nchw[v]
+
+    def block(self, v: Var) -> Var:
+        """A 4-d v (channels a multiple of p) in the blocked layout."""
+        if v in self.blocked:
+            return v
+        if v not in self._to_blocked:
+            value = self.const(v)
+            if value is not None:
+                out = self.new.add_const(to_blocked(value, self.p), v.name_hint)
+            else:
+                n, c, h, w = v.type.shape
+                (r,) = self.new.add_node(get("reshape"), [v],
+                                         {"shape": (n, c // self.p, self.p, h, w)})
+                (out,) = self.new.add_node(get("transpose"), [r], {"pattern": (0, 1, 3, 4, 2)},
+                                           v.name_hint)
+            self.blocked.add(out)
+            self._to_blocked[v] = out
+        return self._to_blocked[v]
+
+    def add(self, node, op, ins, params, blocked: bool):
+        outs = self.new.add_node(op, ins, params, node.outputs[0].name_hint)
+        if blocked:
+            self.blocked.update(outs)
+        self.remap.update(zip(node.outputs, outs))
+
+    # -- per op ----------------------------------------------------------------------------
+    def conv(self, node, ins) -> bool:
+        w = self.const(ins[1])
+        if w is None:
+            return False
+        case = conv_case(node, w.shape, self.p)
+        if case is None:
+            return False
+        x = ins[0] if case == "hybrid" else self.block(ins[0])
+        if case == "hybrid" and x in self.blocked:
+            return False
+        args = [x, self.new.add_const(weight_to_blocked(w, case, self.p), ins[1].name_hint)]
+        if node.op.name == "conv_bias":
+            b = ins[2]
+            args.append(self.block(b) if b.type.ndim == 4 else b)
+        op = get("conv_bias_nchwxx" if node.op.name == "conv_bias" else "conv2d_nchwxx")
+        self.add(node, op, args, dict(node.kwargs), blocked=True)
+        return True
+
+    def elemwise(self, node, ins) -> bool:
+        if not any(v in self.blocked for v in ins):
+            return False
+        fits = all(v in self.blocked or v.type.size == 1 or
+                   (v.type.ndim == 4 and v.type.shape[1] % self.p == 0) for v in ins)
+        if not fits:
+            return False
+        args = [v if v in self.blocked or v.type.size == 1 else self.block(v) for v in ins]
+        self.add(node, node.op, args, dict(node.kwargs), blocked=True)
+        return True
+
+    def reduce(self, node, ins) -> bool:
+        kw = node.kwargs
+        axes = kw["axis"] if isinstance(kw["axis"], tuple) else (kw["axis"],)
+        if ins[0] not in self.blocked or not kw["keepdims"] or \
+                not set(axes) <= {2, 3, -2, -3}:
+            return False
+        axes = tuple(a % 4 for a in axes)
+        self.add(node, node.op, ins, {**kw, "axis": axes}, blocked=True)
+        return True
+
+    def node(self, node) -> None:
+        ins = [self.value(v) for v in node.inputs]
+        name = node.op.name
+        if name in ("conv2d", "conv_bias") and self.conv(node, ins):
+            return
+        if name == "pool2d" and ins[0] in self.blocked:
+            self.add(node, get("pool2d_nchwxx"), ins, dict(node.kwargs), blocked=True)
+            return
+        if _is_elemwise(node.op) and self.elemwise(node, ins):
+            return
+        if name == "reduce" and self.reduce(node, ins):
+            return
+        self.add(node, node.op, [self.nchw(v) for v in ins], dict(node.kwargs), blocked=False)
+
+    def run(self) -> Graph:
+        for var, value in self.g.consts.items():
+            self.new.consts[var] = value
+        for node in self.g.nodes:
+            self.node(node)
+        outs = [self.nchw(self.value(v)) for v in self.g.outputs]
+        self.new.set_outputs(outs, self.g.output_names)
+        return self.new.prune()
+
+
+def convert_to_nchwxx(graph: Graph, pack: int) -> Graph:
+    """The graph with MegEngine's NCHW88 (pack 8) or NCHW44 (pack 4) layout."""
+    if pack not in (4, 8):
+        raise ValueError(f"nchwxx: pack must be 4 or 8; got {pack}")
+    return _Rewriter(graph, pack).run()

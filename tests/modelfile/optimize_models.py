@@ -1,0 +1,53 @@
+"""The models the optimize_for_inference option tests dump (the conv net, tests/zoo_models'
+ResNet-18-like and MobileNetV2-like), traced and dumped once per session, and real
+MegEngine's summaries of the same (tests/data/make_megengine_optimize_options.py)."""
+import io
+import json
+
+import numpy as np
+from conftest import TESTS
+from models import ConvNet, randomize_bn
+from zoo_models import FAMILIES
+
+import megtrace as mge
+from megtrace.jit import trace
+
+GOLDEN = json.loads((TESTS / "data" / "megengine_optimize_options.json").read_text())
+MODELS = ["convnet", "resnet", "mobilenet_v2"]
+
+
+def option_kwargs(option: str) -> dict:
+    return {k: True for k in option.split("+")} if option != "none" else {}
+
+
+_TRACED: dict = {}
+
+
+def traced(name: str):
+    """(traced function, input, eager float32 output) per model, built once."""
+    if name not in _TRACED:
+        rng = np.random.default_rng(0)
+        net = ConvNet() if name == "convnet" else FAMILIES[name][0]()
+        randomize_bn(net, rng).eval()
+        x = rng.normal(size=(1, 3, 32, 32) if name == "convnet" else (1, 3, 64, 64))
+        x = x.astype(np.float32)
+        want = net(mge.tensor(x)).numpy()
+
+        @trace(symbolic=True, capture_as_const=True)
+        def infer(data):
+            return net(data)
+        infer(mge.tensor(x))
+        _TRACED[name] = infer, x, want
+    return _TRACED[name]
+
+
+_DUMPS: dict = {}
+
+
+def dumped(name: str, option: str) -> bytes:
+    """The model's dump with the option, made once per test session."""
+    if (name, option) not in _DUMPS:
+        buf = io.BytesIO()
+        traced(name)[0].dump(buf, arg_names=["data"], **option_kwargs(option))
+        _DUMPS[name, option] = buf.getvalue()
+    return _DUMPS[name, option]
