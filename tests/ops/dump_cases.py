@@ -21,6 +21,10 @@ from megtrace.ops import get
 LITE_IO_MAX_NDIM = 7       # Lite's input/output tensors have fewer axes than this
 GROW_BY = 1                # the other batch is the traced one plus this
 
+# dtypes Lite 1.13's I/O tensors lack: what they enter and leave the file as
+_LITE_IO = {np.dtype(np.bool_): np.uint8, np.dtype(np.float16): np.float32}
+_LITE_OUT = {"bool": "int32", "float16": "float32"}
+
 # Lite checks AssertEqual when it runs (eager passes `get` through): feed a passing check
 LITE_INPUTS = {"assert_equal": lambda e, g, err: [g, g, np.zeros_like(err)]}
 
@@ -34,8 +38,9 @@ class Case:
 
 
 def sample_graph(sample, inputs: list[np.ndarray]) -> tuple[Graph, list[np.ndarray]]:
-    """The op alone on `inputs`. Lite's I/O has no bool tensors, so bool operands come in
-    as uint8 and bool results leave as int32 (TypeCvt both ways)."""
+    """The op alone on `inputs`. Lite's I/O has no bool or float16 tensors, so bool
+    operands come in as uint8 and float16 ones as float32, and such results leave as
+    int32 / float32 (TypeCvt both ways)."""
     op = get(sample.op)
     inputs = LITE_INPUTS.get(sample.op, lambda *a: list(a))(*inputs)
     g = Graph()
@@ -44,15 +49,16 @@ def sample_graph(sample, inputs: list[np.ndarray]) -> tuple[Graph, list[np.ndarr
         if a.ndim >= LITE_IO_MAX_NDIM:      # a weight (local conv): a constant in the file
             ins.append(g.add_const(a))
             continue
-        if a.dtype == np.bool_:
-            inputs[i] = a = a.astype(np.uint8)
+        if a.dtype in _LITE_IO:
+            dtype = a.dtype.name
+            inputs[i] = a = a.astype(_LITE_IO[a.dtype])
             (var,) = g.add_node(get("astype"), [g.add_input(TensorType.of(a), f"x{i}")],
-                                {"dtype": "bool"})
+                                {"dtype": dtype})
         else:
             var = g.add_input(TensorType.of(a), f"x{i}")
         ins.append(var)
-    outs = [g.add_node(get("astype"), [v], {"dtype": "int32"})[0] if v.type.dtype == "bool"
-            else v for v in g.add_node(op, ins, sample.params)]
+    outs = [g.add_node(get("astype"), [v], {"dtype": _LITE_OUT[v.type.dtype]})[0]
+            if v.type.dtype in _LITE_OUT else v for v in g.add_node(op, ins, sample.params)]
     g.set_outputs(outs, [f"y{i}" for i in range(len(outs))])
     return g, [a for a in inputs if a.ndim < LITE_IO_MAX_NDIM]
 
