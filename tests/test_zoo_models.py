@@ -22,6 +22,13 @@ GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator"]
 # MISSING_IN_LITE to the MegEngine Lite one only.
 MISSING: dict[str, str] = {}
 MISSING_IN_LITE: dict[str, str] = {}
+# Families whose optimized dump still has more oprs than the unoptimized one (strict
+# xfail: delete the line when fixed).
+BIGGER_WHEN_OPTIMIZED = {
+    "dcgan_generator": "a BatchNorm after a transposed convolution is not folded into the "
+                       "deconvolution's weights: TVM decomposes it into SUB/DIV/MUL/ADD "
+                       "Elemwise oprs (39 oprs optimized vs 37 unoptimized)",
+}
 
 
 def _params(names, *missing):
@@ -115,7 +122,7 @@ def test_default_dump_runs_in_megengine_lite_at_batch_1_and_4(name, rng, lite, t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _params(sorted(FAMILIES), MISSING))
+@pytest.mark.parametrize("name", _params(sorted(FAMILIES), MISSING, BIGGER_WHEN_OPTIMIZED))
 def test_optimized_dump_has_no_more_oprs_than_unoptimized(name, rng, tmp_path):
     from megtrace.fbs.reader import read_model
     _, _, infer, first = _traced_at_batch_1(name, rng)
