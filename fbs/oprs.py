@@ -59,7 +59,7 @@ KNOWN_V1 = frozenset({
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
     "GroupLocal",
     "RemapV1", "WarpAffineV2", "CvtColor", "ROIAlignV1", "ROIPooling", "NMSKeepMGB",
-    "Images2Neibs", "SlidingWindowTranspose",
+    "Images2Neibs", "SlidingWindowTranspose", "DeformablePSROIPoolingForward",
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",
 })
 # sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals

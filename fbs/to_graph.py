@@ -96,6 +96,8 @@ SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
     "Reduce": {"data_type": (0, 2, 3)},         # DEFAULT, FLOAT_O32xC32, FLOAT_O16xC32
     "Cumsum": {"exclusive": (False,), "reverse": (False,)},
     "Remap": {"format": ("NCHW",), "imode": ("NEAREST", "LINEAR")},
+    "Convolution3D": {"mode": ("CROSS_CORRELATION",), "format": ("NCDHW",)},
+    "ROIAlign": {"format": ("NCHW",)},
     "CondTake": {"mode": (0,), "val": (1.0,)},  # EQ 1: the mask's true elements
 }
 
@@ -263,6 +265,19 @@ def _get_shape(g, opr, ins, _):
         (shape,) = g.add_node(get("subtensor"), [shape], {"index": ((0, None, None, None, axis),)})
         shape = g.add_const(g.consts[shape].reshape(1), _hint(opr))
     return [shape]
+
+
+@rule("Linspace")
+def _linspace(g, opr, ins, _):
+    """MegEngine's kernel: float32 ends, start + i * step in double (aranges of a run-time
+    length in index grids: constants once the shapes are known)."""
+    start, stop, num = (_const_value(g, v, "Linspace input").reshape(-1)[0] for v in ins)
+    num = int(num)
+    endpoint = _fields(opr).get("endpoint", True)
+    start, stop = float(np.float32(start)), float(np.float32(stop))
+    step = (stop - start) / max(num - 1 if endpoint else num, 1)
+    values = (start + np.arange(num, dtype=np.float64) * step).astype(np.float32)
+    return [g.add_const(values, _hint(opr))]
 
 
 @rule("Subtensor")

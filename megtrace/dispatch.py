@@ -92,13 +92,20 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     else:
         from .tensor import Tensor
         kwargs = dict(op.bind(params))
-        arrays = [t._value for t in inputs]
+        # a tensor a finished trace left behind (param.grad after a traced step) has its
+        # value with that trace: read it as numpy() would
+        arrays = [t._value if t._value is not None else _traced_value(t) for t in inputs]
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
         device = inputs[0]._device if inputs else None     # results live where inputs do
         outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     if tape_hook is not None:
         tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs
+
+
+def _traced_value(t: "Tensor"):
+    t.numpy()               # asks the tensor's trace (or raises "value unreadable")
+    return t._value
 
 
 def _type_of(array):

@@ -110,7 +110,20 @@ def _store_aside(folder: Path, key: str, built: Built) -> None:
     os.close(write_end)
     os.waitpid(pid, 0)
     stats["stores"] += 1
+    _close_finished()
     _pending.append(read_end)
+
+
+def _close_finished() -> None:
+    """Close the pipes of writers that have exited (readable at EOF), so that a process
+    compiling many graphs without waiting keeps no descriptor per graph."""
+    import select
+    if not _pending:
+        return
+    done, _, _ = select.select(_pending, [], [], 0)
+    for fd in done:
+        _pending.remove(fd)
+        os.close(fd)
 
 
 def _become_quiet_writer() -> None:

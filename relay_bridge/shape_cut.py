@@ -3,7 +3,8 @@
 TVM compiles static shapes: its passes would fold `reshape(x, shape_of(x)[0], -1)` into a
 reshape to the traced shape, and a Broadcast of a constant to the traced batch into a big
 constant. optimize_for_inference therefore cuts the graph: the nodes with a shape input
-(OpDef.shape_input) and the shape arithmetic feeding them stay out of Relax, their
+(OpDef.shape_input) and the shape arithmetic feeding them, reshapes with a -1 dim and
+slices, stay out of Relax, their
 results enter the Relax function as extra parameters, the values they read leave it as
 extra results, and `stitch` puts them back into the optimized graph unchanged. The file
 then computes those shapes at run time, as MegEngine's optimized dumps do.
@@ -78,15 +79,26 @@ class ShapeCut:
         return final.prune()
 
 
+def _follows_run_time_shape(node: Node) -> bool:
+    """A reshape with a -1 target dim (`x.reshape(-1, 6)`) and a slice (`x[1:]`,
+    `x[:-1]`, `qkv[0]`): MegEngine writes the -1 as the Reshape's unspecified axis and
+    open or negative slice bounds as Subtensor items, all resolved against the run-time
+    shape; TVM would fix them at the traced sizes (x[1:] as x[1:3])."""
+    if node.op is get("subtensor"):
+        return True
+    return node.op is get("reshape") and -1 in node.kwargs.get("shape", ())
+
+
 def split(graph: Graph) -> tuple[Graph, ShapeCut | None]:
     """(the core graph TVM may optimize, the cut to stitch back), or (graph, None) when the
     graph has no shape inputs."""
-    shaped = [n for n in graph.nodes if n.op.has_shape_input(len(n.inputs))]
+    shaped = [n for n in graph.nodes if n.op.has_shape_input(len(n.inputs))
+              or _follows_run_time_shape(n)]
     if not shaped:
         return graph, None
     producer, shape_of = graph.producers(), get("shape_of")
     arithmetic: set[Node] = set()
-    stack = [n.inputs[-1] for n in shaped]
+    stack = [n.inputs[-1] for n in shaped if n.op.has_shape_input(len(n.inputs))]
     while stack:
         node = producer.get(stack.pop())
         if node is None or node in arithmetic:

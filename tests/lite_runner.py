@@ -49,7 +49,7 @@ def run(lite, model: str, inputs_path: str, outputs_path: str) -> None:
     net = lite.LiteNetwork()
     net.load(model)
     feeds = np.load(inputs_path)
-    names = list(net.get_all_input_name())
+    names = list(net.get_all_input_name() or [])     # None for a model without inputs
     for name in names:
         if name not in feeds:
             raise SystemExit(f"lite_runner: the model wants input {name!r}; given {list(feeds)}")

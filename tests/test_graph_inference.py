@@ -73,3 +73,16 @@ def test_dumped_where_keeps_unselected_inf_and_nan_out(optimize, lite, tmp_path)
     feeds = {"m": m, "x": x, "y": y}
     assert np.array_equal(cgtools.GraphInference(str(path)).run(inp_dict=feeds)["o"], want)
     assert np.array_equal(lite.run_model(path, feeds)["o"], want)
+
+
+def test_graph_inference_takes_a_scalar_for_a_dumped_scalar_input(tmp_path):
+    """0-d traced inputs are written as shape (1,); GraphInference feeds a 0-d array
+    into them, as MegEngine does (its opr_test runs F.where on scalars this way)."""
+    traced = trace(symbolic=True, capture_as_const=True)(lambda x, y: x * y + 1)
+    traced(mge.tensor(np.float32(2)), mge.tensor(np.float32(3)))
+    path = tmp_path / "scalar.mge"
+    info = traced.dump(path)
+    names = info[4]
+    out = cgtools.GraphInference(str(path)).run(
+        inp_dict=dict(zip(names, [np.float32(4), np.float32(5)])))
+    assert float(np.asarray(list(out.values())[0]).reshape(-1)[0]) == 21.0

@@ -37,3 +37,20 @@ def test_a_value_never_read_is_unreadable_later():
     f(mge.tensor(np.ones(3, "float32")))
     with pytest.raises(TraceError, match="value unreadable"):
         box["side"].numpy()
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_eager_ops_on_values_a_trace_left_behind(symbolic):
+    """An optimizer stepping eagerly after a traced backward reads param.grad, a tensor
+    the trace left behind, through ordinary ops."""
+    box = {}
+
+    @trace(symbolic=symbolic)
+    def f(x):
+        box["side"] = x * 3
+        return x + 1
+
+    for i in range(3):
+        x = np.full(4, float(i), "float32")
+        f(mge.tensor(x))
+        np.testing.assert_allclose((box["side"] * 2 + 1).numpy(), x * 6 + 1)

@@ -114,6 +114,19 @@ def test_default_dump_runs_in_megengine_lite_at_batch_1_and_4(name, rng, lite, t
             assert rel_err(got[out_name], w) <= 1e-4, (name, batch, out_name)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _params(sorted(FAMILIES), MISSING))
+def test_optimized_dump_has_no_more_oprs_than_unoptimized(name, rng, tmp_path):
+    from megtrace.fbs.reader import read_model
+    _, _, infer, first = _traced_at_batch_1(name, rng)
+    counts = {}
+    for optimize in (False, True):
+        path = tmp_path / f"{name}-{optimize}.mge"
+        infer.dump(path, arg_names=list(first), optimize_for_inference=optimize)
+        counts[optimize] = len(read_model(path.read_bytes()).oprs)
+    assert counts[True] <= counts[False], (name, counts)
+
+
 @pytest.mark.parametrize("name", _params(GOLDEN, MISSING))
 def test_outputs_match_real_megengine(name):
     """Same weights (MegEngine's state dict, loaded with megtrace.load) and inputs as real

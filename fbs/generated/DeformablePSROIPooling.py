@@ -24,11 +24,102 @@ class DeformablePSROIPooling(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # DeformablePSROIPooling
+    def NoTrans(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
+    # DeformablePSROIPooling
+    def SpatialScale(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
+    # DeformablePSROIPooling
+    def TransStd(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
+    # DeformablePSROIPooling
+    def PooledH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # DeformablePSROIPooling
+    def PooledW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # DeformablePSROIPooling
+    def PartSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # DeformablePSROIPooling
+    def SamplePerPart(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
 def DeformablePSROIPoolingStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(7)
 
 def Start(builder):
     DeformablePSROIPoolingStart(builder)
+
+def DeformablePSROIPoolingAddNoTrans(builder, noTrans):
+    builder.PrependBoolSlot(0, noTrans, 1)
+
+def AddNoTrans(builder, noTrans):
+    DeformablePSROIPoolingAddNoTrans(builder, noTrans)
+
+def DeformablePSROIPoolingAddSpatialScale(builder, spatialScale):
+    builder.PrependFloat32Slot(1, spatialScale, 1.0)
+
+def AddSpatialScale(builder, spatialScale):
+    DeformablePSROIPoolingAddSpatialScale(builder, spatialScale)
+
+def DeformablePSROIPoolingAddTransStd(builder, transStd):
+    builder.PrependFloat32Slot(2, transStd, 1.0)
+
+def AddTransStd(builder, transStd):
+    DeformablePSROIPoolingAddTransStd(builder, transStd)
+
+def DeformablePSROIPoolingAddPooledH(builder, pooledH):
+    builder.PrependUint32Slot(3, pooledH, 1)
+
+def AddPooledH(builder, pooledH):
+    DeformablePSROIPoolingAddPooledH(builder, pooledH)
+
+def DeformablePSROIPoolingAddPooledW(builder, pooledW):
+    builder.PrependUint32Slot(4, pooledW, 1)
+
+def AddPooledW(builder, pooledW):
+    DeformablePSROIPoolingAddPooledW(builder, pooledW)
+
+def DeformablePSROIPoolingAddPartSize(builder, partSize):
+    builder.PrependUint32Slot(5, partSize, 1)
+
+def AddPartSize(builder, partSize):
+    DeformablePSROIPoolingAddPartSize(builder, partSize)
+
+def DeformablePSROIPoolingAddSamplePerPart(builder, samplePerPart):
+    builder.PrependUint32Slot(6, samplePerPart, 1)
+
+def AddSamplePerPart(builder, samplePerPart):
+    DeformablePSROIPoolingAddSamplePerPart(builder, samplePerPart)
 
 def DeformablePSROIPoolingEnd(builder):
     return builder.EndObject()

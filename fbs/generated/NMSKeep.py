@@ -24,11 +24,37 @@ class NMSKeep(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # NMSKeep
+    def IouThresh(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # NMSKeep
+    def MaxOutput(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def NMSKeepStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(2)
 
 def Start(builder):
     NMSKeepStart(builder)
+
+def NMSKeepAddIouThresh(builder, iouThresh):
+    builder.PrependFloat32Slot(0, iouThresh, 0.0)
+
+def AddIouThresh(builder, iouThresh):
+    NMSKeepAddIouThresh(builder, iouThresh)
+
+def NMSKeepAddMaxOutput(builder, maxOutput):
+    builder.PrependUint32Slot(1, maxOutput, 0)
+
+def AddMaxOutput(builder, maxOutput):
+    NMSKeepAddMaxOutput(builder, maxOutput)
 
 def NMSKeepEnd(builder):
     return builder.EndObject()

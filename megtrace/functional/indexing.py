@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dispatch import apply
+from ..dispatch import active_recorder, apply
 from ..errors import ShapeError
 from ..ir import TensorType
 from ..ops import get as get_op
@@ -239,8 +239,17 @@ def _selected_shape(x: Tensor, plan: _Plan) -> tuple[int, ...]:
     return out[0].shape
 
 
-def _value_for(x: Tensor, value, shape: tuple[int, ...]) -> Tensor:
-    """The value as a Tensor of x's dtype, broadcast to the selected shape."""
+def _select(x: Tensor, plan: _Plan) -> Tensor:
+    if plan.vector:
+        return apply("indexing_multi_axis_vec", x, *plan.tensors, slices=tuple(plan.slices),
+                     axes=tuple(plan.axes))
+    return apply("subtensor", x, index=tuple(plan.rows)) if plan.rows else x
+
+
+def _value_for(x: Tensor, value, shape: tuple[int, ...], selected=None) -> Tensor:
+    """The value as a Tensor of x's dtype, broadcast to the selected shape. In a trace,
+    `selected()` gives x[index], whose traced shape the broadcast follows (as MegEngine
+    broadcasts to inp[idx].shape), so a dump runs at any batch size."""
     if not isinstance(value, Tensor):
         value = Tensor(value, dtype=x.dtype, device=x.device)
     elif value.dtype != x.dtype:
@@ -254,7 +263,8 @@ def _value_for(x: Tensor, value, shape: tuple[int, ...]) -> Tensor:
     if len(vshape) > len(shape):
         value = apply("reshape", value, shape=vshape[len(vshape) - len(shape):])
     if value.shape != tuple(shape):
-        value = apply("broadcast_to", value, shape=tuple(shape))
+        value = apply("broadcast_to", value, shape=tuple(shape) if selected is None
+                      else selected().shape)
     return value
 
 
@@ -280,7 +290,8 @@ def setitem(x: Tensor, index, value) -> Tensor:
     x, index, merged = _merge_traced_masks(x, index)
     plan = _plan(x, index)
     base = _with_new_axes(x, plan)
-    value = _value_for(base, value, _selected_shape(base, plan))
+    value = _value_for(base, value, _selected_shape(base, plan),
+                       (lambda: _select(base, plan)) if active_recorder() else None)
     if plan.vector:
         out = apply("indexing_set_multi_axis_vec", base, value, *plan.tensors,
                     slices=tuple(plan.slices), axes=tuple(plan.axes))

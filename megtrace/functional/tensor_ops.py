@@ -258,8 +258,12 @@ def _traced_arange(start: int, stop: SymInt, step: int, dtype, device) -> Tensor
 def linspace(start, stop, num, dtype="float32", device=None) -> Tensor:
     """`num` evenly spaced float32 points from `start` to `stop` (both included), cast to
     `dtype`."""
-    start, stop, num = _scalar(start), _scalar(stop), int(_scalar(num))
-    return Tensor(_linspace32(start, stop, num), dtype=dtype, device=device)
+    start, stop, num = _scalar(start), _scalar(stop), _scalar(num)
+    if isinstance(num, SymInt) and active_recorder() and num >= 0:
+        # a length read from a traced shape: computed at run time in a dump (Linspace)
+        points = apply("linspace", start=float(start), stop=float(stop), shape=(num,))
+        return points if np.dtype(dtype) == np.float32 else points.astype(dtype)
+    return Tensor(_linspace32(start, stop, int(num)), dtype=dtype, device=device)
 
 
 def _linspace32(start, stop, num: int) -> np.ndarray:

@@ -230,19 +230,19 @@ class trace:
         self._last_entry = entry
         if self._record_only:
             return rebuild_outputs(tree, [Tensor._wrap(None) for _ in leaves])
-        if self._symbolic:
-            feeds = {v: rec._values[v] for _, v in entry.args}
-            feeds.update(_external_feeds(entry, drawn=rec._values))
-            results = self._run_entry(entry, feeds)
-            values = [results[v] if v in results else _source_value(entry, v, feeds)
-                      for v in out_vars]
-            for t, var in assignments:
-                materialize(t, results[var] if var in results else _source_value(entry, var,
-                                                                                  feeds))
-        else:
-            values = rec.output_values(out_vars)
-            for t, var in assignments:
-                materialize(t, rec._value_of(var))
+        # Symbolic or not, the first call returns (and assigns) what the compiled graph
+        # computes, as every later call does: MegEngine's eager and compiled kernels are
+        # one and the same, so its traced calls agree bit for bit, while megtrace's NumPy
+        # kernels (the eager run of a non-symbolic first call) may differ from TVM's by
+        # an ulp (exp, log, ...).
+        feeds = {v: rec._values[v] for _, v in entry.args}
+        feeds.update(_external_feeds(entry, drawn=rec._values))
+        results = self._run_entry(entry, feeds)
+        values = [results[v] if v in results else _source_value(entry, v, feeds)
+                  for v in out_vars]
+        for t, var in assignments:
+            materialize(t, results[var] if var in results else _source_value(entry, var,
+                                                                              feeds))
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):

@@ -7,6 +7,7 @@ from . import color, detection, onehot, warp, window  # noqa: F401  (image/visio
 from . import shape_exprs  # noqa: F401
 from . import dynamic_shape  # noqa: F401  (value-dependent shapes: cond_take)
 from . import conv  # noqa: F401  (convolution family: module)
+from . import ranges  # noqa: F401  (linspace of a traced length)
 from . import nchwxx  # noqa: F401  (NCHW88/NCHW44 layouts: optimize_for_inference)
 from . import indexing_incr  # noqa: F401  (gradient of gathers)
 from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,

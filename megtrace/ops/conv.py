@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..ir import TensorType
 from ._rules import same_dtype
+from . import shape_emit
 from ._sampling_grad import sample_grads, sample_values
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
 from .shape import BROADCAST
@@ -293,11 +294,24 @@ def _make_transpose_emit(nd: int):
         spec = _DECONV[(nd, "GROUP" if w.ndim == nd + 3 else "DENSE")]
         ins = [inputs[1], inputs[0]]
         if any(p["output_padding"]):
-            shape = _make_transpose(nd)[1](x, w, **p).shape
-            ins.append(em.opr(BROADCAST, {}, [em.const(np.zeros((1,), x.dtype)),
-                                              em.const(np.asarray(shape, np.int32))]))
+            shape = _transpose_out_shape(em, inputs[0], x, w, nd, p)
+            ins.append(em.opr(BROADCAST, {}, [em.const(np.zeros((1,), x.dtype)), shape]))
         return em.opr(spec, spec.fields_for(p), ins)
     return emit
+
+
+def _transpose_out_shape(em, x_id: int, x: TensorType, w: TensorType, nd: int, p) -> int:
+    """The output shape from the input's run-time shape, as MegEngine computes it
+    ((in - 1) * stride - 2 * pad + dilation * (k - 1) + output_padding + 1 per spatial
+    axis), so the file runs at any batch and image size."""
+    g, ocg, out = _transpose_geometry(f"conv_transpose{nd}d", nd, x, w, **p)
+    stride = np.asarray(p["stride"], np.int32)
+    offset = np.asarray(out, np.int32) - np.asarray(x.shape[2:], np.int32) * stride
+    shape = shape_emit.shape_of(em, x_id)
+    spatial = shape_emit.elemwise(em, "ADD", shape_emit.elemwise(
+        em, "MUL", shape_emit.shape_slice(em, shape, 2), em.const(stride)), em.const(offset))
+    return shape_emit.concat(em, [shape_emit.dim(em, shape, 0), shape_emit.ints(em, g * ocg),
+                                  spatial])
 
 
 for _nd in (2, 3):

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ShapeError, UnsupportedOpError
 from ..ir import TensorType
 from ._sampling import sample_np, sample_relax
 from ._sampling_grad import sample_grads, sample_values
-from .registry import NOT_DIFFERENTIABLE, MgeOpr, OpDef, register
+from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
+from .shape import emit_reshape
 
 
 def _rois(name: str, x, rois) -> None:
@@ -270,8 +271,39 @@ def _pool_vjp(V, inputs, outputs, grads, *, mode, pooled, scale):
     return gx, None
 
 
+def _const_ints(g, var, what: str) -> tuple[int, ...]:
+    if var not in g.consts:
+        raise UnsupportedOpError(f"{what} must be a constant")
+    return tuple(int(v) for v in g.consts[var].reshape(-1))
+
+
+def _fields_of(opr) -> dict:
+    return opr.params[0][1] if opr.params else {}
+
+
+# MegEngine's ROIPooling: (input, rois, output size as an int32 constant); its second
+# output (the argmax index) only serves the backward pass.
+ROI_POOLING = MgeOpr("ROIPooling", "ROIPooling", outputs=2)
+
+
+def _pool_emit(em, types, p, inputs):
+    fields = {"mode": "MAX_" if p["mode"] == "max" else "AVERAGE", "scale": float(p["scale"])}
+    size = em.const(np.array(p["pooled"], np.int32))
+    return em.opr(ROI_POOLING, fields, [inputs[0], inputs[1], size])
+
+
+def _pool_read(g, opr, ins, _):
+    f = _fields_of(opr)
+    params = {"mode": "max" if f.get("mode", "MAX_") == "MAX_" else "average",
+              "scale": float(f.get("scale", 1.0)),
+              "pooled": _const_ints(g, ins[2], "ROIPooling output size")}
+    return [*g.add_node(get("roi_pooling"), ins[:2], params), None]
+
+
+# Eager only (per-RoI bin extents depend on the RoI values); written as ROIPooling.
 register(OpDef("roi_pooling", params={"mode": "max", "pooled": (1, 1), "scale": 1.0},
-               eager=_pool_eager, infer=_pool_infer, vjp=_pool_vjp))
+               eager=_pool_eager, infer=_pool_infer, vjp=_pool_vjp,
+               mge=MgeComposite(_pool_emit), mge_read={"ROIPooling": _pool_read}))
 
 
 # -- nms_keep -----------------------------------------------------------------------------
@@ -306,9 +338,37 @@ def _nms_eager(boxes, *, iou_thresh, max_output):
     return idx, np.array([len(kept)], np.int32)
 
 
-# integer outputs: no gradient (MegEngine's NMSKeep has none either)
+# MegEngine's NMSKeep works on a batch of box sets: (1, N, 4) in, the kept indices
+# (1, max_output) and their count (1,) out, as F.vision.nms writes it.
+NMS_KEEP = MgeOpr("NMSKeepMGB", "NMSKeep", outputs=2)
+
+
+def _nms_emit(em, types, p, inputs):
+    boxes = emit_reshape(em, inputs[0], (1, -1, 4))
+    fields = {"iou_thresh": float(p["iou_thresh"]), "max_output": int(p["max_output"])}
+    index, count = em.opr_all(NMS_KEEP, fields, [boxes])
+    return [emit_reshape(em, index, (-1,)), count]
+
+
+def _nms_read(g, opr, ins, _):
+    f = _fields_of(opr)
+    boxes = ins[0]
+    if boxes.type.ndim != 3 or boxes.type.shape[0] != 1:
+        raise UnsupportedOpError(f"NMSKeep on {boxes.type}: megtrace keeps boxes of one "
+                                 "image (1, N, 4)")
+    (flat,) = g.add_node(get("reshape"), [boxes], {"shape": (-1, 4)})
+    index, count = g.add_node(get("nms_keep"), [flat], {
+        "iou_thresh": float(f.get("iou_thresh", 0.0)), "max_output": int(f.get("max_output", 0))})
+    (index,) = g.add_node(get("reshape"), [index], {"shape": (1, -1)})
+    return [index, count]
+
+
+# Eager only (greedy suppression is a sequential loop); written as NMSKeep.
+# Integer outputs: no gradient (MegEngine's NMSKeep has none either).
 register(OpDef("nms_keep", params={"iou_thresh": 0.5, "max_output": 1},
-               eager=_nms_eager, infer=_nms_infer, vjp=NOT_DIFFERENTIABLE))
+               eager=_nms_eager, infer=_nms_infer, vjp=NOT_DIFFERENTIABLE,
+               mge=MgeComposite(_nms_emit),
+               mge_read={"NMSKeepMGB": _nms_read}))
 
 
 # -- deformable_psroi_pooling -------------------------------------------------------------
@@ -453,8 +513,24 @@ def _dpsroi_vjp(V, inputs, outputs, grads, *, no_trans, part_size, pooled, sampl
     return gx, None, V.apply("reshape", gtrans, shape=tuple(trans.shape))
 
 
-# Eager only: per-sample validity makes the sample count data dependent.
+def _dpsroi_fields(p):
+    return {"no_trans": bool(p["no_trans"]), "spatial_scale": float(p["spatial_scale"]),
+            "trans_std": float(p["trans_std"]), "pooled_h": int(p["pooled"][0]),
+            "pooled_w": int(p["pooled"][1]), "part_size": int(p["part_size"]),
+            "sample_per_part": int(p["sample_per_part"])}
+
+
+def _dpsroi_decode(f):
+    return {"no_trans": bool(f["no_trans"]), "spatial_scale": float(f["spatial_scale"]),
+            "trans_std": float(f["trans_std"]), "pooled": (f["pooled_h"], f["pooled_w"]),
+            "part_size": f["part_size"], "sample_per_part": f["sample_per_part"]}
+
+
+# Eager only: per-sample validity makes the sample count data dependent. Written as
+# DeformablePSROIPooling (its second output, the sample count, serves the backward pass).
 register(OpDef("deformable_psroi_pooling",
                params={"no_trans": True, "part_size": 1, "pooled": (1, 1),
                        "sample_per_part": 1, "spatial_scale": 1.0, "trans_std": 1.0},
-               eager=_dpsroi_eager, infer=_dpsroi_infer, vjp=_dpsroi_vjp))
+               eager=_dpsroi_eager, infer=_dpsroi_infer, vjp=_dpsroi_vjp,
+               mge=MgeOpr("DeformablePSROIPoolingForward", "DeformablePSROIPooling",
+                          fields=_dpsroi_fields, decode=_dpsroi_decode, outputs=2)))

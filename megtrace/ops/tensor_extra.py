@@ -2,7 +2,8 @@
 
 gather/scatter index every axis with a flat int32 vector, exactly as MegEngine 1.13
 writes them (IndexingMultiAxisVec / IndexingSetMultiAxisVec over arange vectors for the
-other axes and the flattened index for `axis`); the arange vectors are constants here.
+other axes and the flattened index for `axis`); the arange vectors are computed from the
+index's run-time shape (Linspace, Broadcast), so the file runs at any batch size.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import norm_axis
+from . import shape_emit
 from .grad_tensor import identity_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
 from .shape import TYPE_CVT as _TYPE_CVT, emit_reshape
@@ -132,9 +134,10 @@ def _gather_lower(L, x, index, *, axis):
     return L.R.gather_elements(_fit(L, x, t, it.shape, ax), index, axis=ax)
 
 
-def _axis_vectors(em, index_type: TensorType, index: int, ax: int) -> list[int]:
-    """One flat int32 vector per axis: aranges broadcast over the index shape (constants),
-    and the flattened index itself on `ax`."""
+def _axis_vectors(em, index_type: TensorType, index: int, index_shape: int,
+                  ax: int) -> list[int]:
+    """One flat int32 vector per axis: aranges broadcast over the index's run-time shape
+    `index_shape`, and the flattened index itself on `ax`."""
     flat = []
     for d in range(index_type.ndim):
         if d == ax:
@@ -142,8 +145,7 @@ def _axis_vectors(em, index_type: TensorType, index: int, ax: int) -> list[int]:
                 _TYPE_CVT, _TYPE_CVT.fields({"dtype": "int32"}), [index])
             flat.append(emit_reshape(em, idx, (-1,)))
         else:
-            grid = np.indices(index_type.shape)[d].reshape(-1).astype(np.int32)
-            flat.append(em.const(grid))
+            flat.append(shape_emit.axis_grid(em, index_shape, index_type.ndim, d))
     return flat
 
 
@@ -155,9 +157,10 @@ def _items(ndim: int) -> list[dict]:
 def _gather_emit(em, types, p, inputs):
     t, it = types
     ax = norm_axis("gather", p["axis"], t.ndim)
-    vectors = _axis_vectors(em, it, inputs[1], ax)
+    index_shape = shape_emit.shape_of(em, inputs[1])
+    vectors = _axis_vectors(em, it, inputs[1], index_shape, ax)
     flat = em.opr(INDEXING, {"items": _items(t.ndim)}, [inputs[0], *vectors])
-    return emit_reshape(em, flat, it.shape)
+    return emit_reshape(em, flat, it.shape, index_shape)
 
 
 def _scatter_infer(x, index, source, *, axis):
@@ -184,7 +187,7 @@ def _scatter_lower(L, x, index, source, *, axis):
 def _scatter_emit(em, types, p, inputs):
     t, it, _ = types
     ax = norm_axis("scatter", p["axis"], t.ndim)
-    vectors = _axis_vectors(em, it, inputs[1], ax)
+    vectors = _axis_vectors(em, it, inputs[1], shape_emit.shape_of(em, inputs[1]), ax)
     values = emit_reshape(em, inputs[2], (-1,))
     return em.opr(INDEXING_SET, {"items": _items(t.ndim)}, [inputs[0], values, *vectors])
 

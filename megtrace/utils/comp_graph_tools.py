@@ -50,7 +50,10 @@ class GraphInference:
         return OrderedDict((name, values[name]) for name in self._outputs)
 
     def _as_input(self, name: str, value) -> np.ndarray:
-        """MegEngine copies each input into the input var's dtype."""
-        dtype = next(i.dtype for i in self._model.inputs if i.name == name)
+        """MegEngine copies each input into the input var's dtype; a scalar goes into a
+        1-element input (a dump holds 0-d values as shape (1,), as MegEngine's does)."""
+        info = next(i for i in self._model.inputs if i.name == name)
         arr = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
-        return arr.astype(dtype, copy=False)
+        if arr.ndim == 0 and len(info.shape) == 1:
+            arr = arr.reshape(1)
+        return arr.astype(info.dtype, copy=False)

@@ -228,6 +228,8 @@ class _CpuLowering:
 
     # -- ops that keep NCHW16c ----------------------------------------------------------
     def _blocked_input(self, node: Node) -> bool:
+        if not node.inputs:          # a source (linspace of a traced length)
+            return False
         x = node.inputs[0]
         return x in self.blocked and x.type.dtype == F32 and x.type.ndim == 4
 

@@ -136,6 +136,20 @@ def test_dump_at_batch_1_runs_at_batch_8(name, optimize, lite, rng, tmp_path):
             assert rel_err(loaded.run(x=x)["y"], want) <= 1e-5, name
 
 
+@pytest.mark.parametrize("name", list(MODELS))
+def test_optimized_dump_has_no_more_oprs_than_unoptimized(name, tmp_path):
+    """optimize_for_inference never makes a file bigger (the shape arithmetic it keeps
+    out of TVM is written once, as unoptimized)."""
+    from megtrace.fbs.reader import read_model
+    _, traced, _ = _traced(name)
+    counts = {}
+    for optimize in (False, True):
+        path = tmp_path / f"{name}-{optimize}.mge"
+        traced.dump(path, arg_names=["x"], optimize_for_inference=optimize)
+        counts[optimize] = len(read_model(path.read_bytes()).oprs)
+    assert counts[True] <= counts[False], (name, counts)
+
+
 # -- the same oprs as MegEngine's own dump ----------------------------------------------
 def _opr_sequence(path) -> list[dict]:
     """A dump's oprs as tests/data/make_megengine_symbolic_shapes.py lists MegEngine's:

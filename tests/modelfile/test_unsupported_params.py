@@ -32,6 +32,9 @@ GRAPHS = {
     "reduce": lambda: _graph("reduce", [(2, 3)], {"mode": "sum", "axis": (1,),
                                                    "keepdims": True}),
     "cumsum": lambda: _graph("cumsum", [(2, 3)], {"axis": 1}),
+    "conv3d": lambda: _graph("conv3d", [(1, 2, 4, 4, 4), (3, 2, 2, 2, 2)], consts=(1,)),
+    "roi_align": lambda: _graph("roi_align", [(1, 2, 6, 6), (2, 5)],
+                                {"mode": "average", "pooled": (2, 2)}, consts=(1,)),
 }
 
 CASES = [  # graph, MegEngine opr type, param table, field, a value megtrace does not compute
@@ -44,6 +47,9 @@ CASES = [  # graph, MegEngine opr type, param table, field, a value megtrace doe
     ("reduce", "ReduceV2", "Reduce", "data_type", 3),
     ("cumsum", "CumsumV1", "Cumsum", "exclusive", True),
     ("cumsum", "CumsumV1", "Cumsum", "reverse", True),
+    ("conv3d", "Convolution3D", "Convolution3D", "mode", "CONVOLUTION"),
+    ("conv3d", "Convolution3D", "Convolution3D", "format", "NDHWC"),
+    ("roi_align", "ROIAlignV1", "ROIAlign", "format", "NHWC"),
 ]
 
 

@@ -144,3 +144,28 @@ def test_disabled_cache_writes_nothing(tmp_path):
     result = run(tmp_path, cache="0")
     assert (result["misses"], result["hits"], result["stores"]) == (0, 0, 0)
     assert not any(tmp_path.iterdir())
+
+
+def test_finished_writers_leave_no_descriptors(tmp_path, monkeypatch):
+    """In one process: graphs stored one after another; once a writer has exited, its
+    pipe is closed at the next store instead of piling up."""
+    from megtrace.ir import Graph, TensorType
+    from megtrace.ops import get
+    from megtrace.relay_bridge import compile_cache, compile_graph
+    monkeypatch.setenv("MEGTRACE_COMPILE_CACHE", "1")
+    monkeypatch.setenv("MEGTRACE_CACHE_DIR", str(tmp_path))
+    compile_cache.wait_for_stores()
+    for scale in (2.0, 3.0, 4.0):
+        g = Graph()
+        x = g.add_input(TensorType((4,), "float32"), "x")
+        w = g.add_const(np.full((4,), scale, np.float32), "w")
+        (y,) = g.add_node(get("mul"), [x, w], {}, "mul")
+        out = compile_graph(g.with_outputs([y], ["y"]))(np.ones(4, np.float32))
+        np.testing.assert_equal(out[0], np.full(4, scale, np.float32))
+        while len(compile_cache._pending) > 1:          # the earlier writer is done
+            fd = compile_cache._pending[0]
+            os.read(fd, 1)                             # blocks until it exits
+            compile_cache._close_finished()
+    assert len(compile_cache._pending) <= 1
+    compile_cache.wait_for_stores()
+    assert len(entries(tmp_path)) == 3
