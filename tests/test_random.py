@@ -175,3 +175,14 @@ def test_rng_results_live_on_its_device():
 def test_permutation_of_a_scalar_tensor_is_one_element():
     out = R.permutation(mge.tensor(7))
     assert out.shape == (1,) and out.numpy().tolist() == [7]
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_dropout_draws_a_new_mask_on_every_traced_call(symbolic):
+    x = mge.tensor(np.ones(2000, "float32"))
+    f = trace(lambda x: mge.functional.nn.dropout(x, 0.25), symbolic=symbolic)
+    outs = [f(x).numpy() for _ in range(3)]
+    for out in outs:
+        np.testing.assert_allclose(np.unique(out), [0.0, 1 / 0.75], rtol=1e-6)
+        assert abs((out == 0).mean() - 0.25) < 0.05
+    assert not np.array_equal(outs[0], outs[1]) and not np.array_equal(outs[1], outs[2])

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..dispatch import apply
 from ..ops._rules import pair
+from ..random.rng import uniform
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .batchnorm import batch_norm, sync_batch_norm  # noqa: F401  (F.nn.batch_norm)
@@ -128,15 +129,16 @@ def layer_norm(inp: Tensor, normalized_shape, affine: bool = True,
 
 def dropout(inp: Tensor, drop_prob: float, training: bool = True) -> Tensor:
     """Zero elements with probability `drop_prob` and rescale by 1/(1-p) when training;
-    identity otherwise. Random masks are drawn eagerly (not inside compiled graphs)."""
+    identity otherwise. The mask comes from megtrace.random's generator (MegEngine's
+    global seed), so a traced or compiled function draws a new mask on every call."""
     if not 0 <= drop_prob < 1:
         raise ValueError(f"dropout: drop_prob must be in [0, 1); got {drop_prob}")
     x = require_tensor("dropout", inp)
     if not training or drop_prob == 0:
         return x
-    keep = (np.random.uniform(size=x.shape) >= drop_prob).astype(x.dtype) / (1 - drop_prob)
     from .elemwise import mul
-    return mul(x, Tensor(keep))
+    keep = (uniform(size=tuple(x.shape)) >= drop_prob).astype(x.dtype)
+    return mul(x, keep * (1.0 / (1 - drop_prob)))
 
 
 def embedding(inp: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
