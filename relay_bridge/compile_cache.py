@@ -34,10 +34,11 @@ from .export import _quiet_stderr
 log = logging.getLogger(__name__)
 
 # what this process did, for tests and for `megtrace` users who wonder
-stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0}
+stats = {"hits": 0, "misses": 0, "stores": 0, "rejected": 0, "skipped": 0}
 
 _ORPHAN_SECONDS = 600          # a library no manifest names (a writer lost the race)
 _WRITER_SECONDS = 900          # a writer process killed after this long
+_MAX_WRITERS = 2               # background writers alive at once, at most
 _pending: list[int] = []       # read ends of the pipes of writers not yet waited for
 
 
@@ -96,6 +97,10 @@ def _store_aside(folder: Path, key: str, built: Built) -> None:
     if not hasattr(os, "fork"):
         with _quiet_stderr():
             _store(folder, key, built)
+        return
+    _close_finished()
+    if len(_pending) >= _MAX_WRITERS:   # a program compiling many graphs at once: the
+        stats["skipped"] += 1           # rest is stored when compiled again, later
         return
     read_end, write_end = os.pipe()
     pid = os.fork()

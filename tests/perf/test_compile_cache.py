@@ -169,3 +169,21 @@ def test_finished_writers_leave_no_descriptors(tmp_path, monkeypatch):
     assert len(compile_cache._pending) <= 1
     compile_cache.wait_for_stores()
     assert len(entries(tmp_path)) == 3
+
+
+def test_a_program_compiling_many_graphs_keeps_few_writers(tmp_path):
+    """Writers alive at once are bounded (_MAX_WRITERS): a program that compiles many
+    graphs does not fork one exporter per graph; the skipped ones are stored when
+    compiled again later."""
+    script = SCRIPT.replace("from megtrace.relay_bridge import compile_cache",
+                            "from megtrace.relay_bridge import compile_cache\n"
+                            "compile_cache._MAX_WRITERS = 0")
+    env = {**os.environ, "MEGTRACE_CACHE_DIR": str(tmp_path), "MEGTRACE_COMPILE_CACHE": "1",
+           "TVM_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads([ln for ln in proc.stdout.splitlines()
+                         if ln.startswith("RESULT ")][-1][len("RESULT "):])
+    assert result["skipped"] == 1 and result["stores"] == 0 and result["err"] <= 1e-5
+    assert run(tmp_path)["stores"] == 1          # stored by the next process that builds it
