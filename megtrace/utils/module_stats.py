@@ -172,6 +172,18 @@ def _shares(rows: list[dict], key: str, bar_length_max: int, fmt) -> None:
         d["size_bar" if key == "size" else "bar"] = bar
 
 
+def _sized_totals(rows: list[dict], dim_key: str, bar_length_max: int) -> tuple[int, int]:
+    """Total elements and bytes of parameter or activation rows; formats the rows' sizes
+    with their share columns and appends MegEngine's "total" row."""
+    dims = sum(int(d[dim_key]) for d in rows)
+    size = sum(int(d["size"]) for d in rows)
+    _shares(rows, "size", bar_length_max, sizeof_fmt)
+    for d in rows:
+        d["size"] = sizeof_fmt(d["size"])
+    rows.append({"name": "total", dim_key: dims, "size": sizeof_fmt(size)})
+    return dims, size
+
+
 def _table(title: str, rows: list[dict], header: list[str]) -> None:
     table = Table(title=title)
     for h in header:
@@ -273,13 +285,7 @@ def module_stats(model: M.Module, inputs: Iterable[np.ndarray] = None,
     summary = {"#params": len(params)}
     total_flops = param_dims = param_size = act_dims = act_size = 0
     if cal_params:
-        param_dims = sum(int(d["param_dim"]) for d in params)
-        param_size = sum(int(d["size"]) for d in params)
-        _shares(params, "size", bar_length_max, sizeof_fmt)
-        for d in params:
-            d["size"] = sizeof_fmt(d["size"])
-        params.append({"name": "total", "param_dim": param_dims,
-                       "size": sizeof_fmt(param_size)})
+        param_dims, param_size = _sized_totals(params, "param_dim", bar_length_max)
         summary["total_param_dims"] = sizeof_fmt(param_dims, suffix="")
         summary["total_param_size"] = sizeof_fmt(param_size)
         if logging_to_stdout:
@@ -302,13 +308,7 @@ def module_stats(model: M.Module, inputs: Iterable[np.ndarray] = None,
                                           "output_shapes", "flops", "flops_cum",
                                           "percentage", "bar"])
     if cal_activations:
-        act_dims = sum(int(d["act_dim"]) for d in activations)
-        act_size = sum(int(d["size"]) for d in activations)
-        _shares(activations, "size", bar_length_max, sizeof_fmt)
-        for d in activations:
-            d["size"] = sizeof_fmt(d["size"])
-        activations.append({"name": "total", "act_dim": act_dims,
-                            "size": sizeof_fmt(act_size)})
+        act_dims, act_size = _sized_totals(activations, "act_dim", bar_length_max)
         summary["total_act_dims"] = sizeof_fmt(act_dims, suffix="")
         summary["total_act_size"] = sizeof_fmt(act_size)
         if logging_to_stdout:
