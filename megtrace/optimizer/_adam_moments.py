@@ -26,6 +26,14 @@ def adam_direction(states: dict, grad: Tensor, beta0: float, beta1: float, eps: 
         (exp_avg_sq / (c1 - _beta1 ** step)) ** c05 + _eps)
 
 
+def add_adam_state(optimizer, param_group: dict) -> None:
+    """The slots Adam and AdamW keep per parameter: both moments and the step count."""
+    for param in param_group["params"]:
+        optimizer._add_state(param, "exp_avg")
+        optimizer._add_state(param, "exp_avg_sq")
+        optimizer._add_state(param, "step", initializer=0.0)
+
+
 def check_adam_args(lr: float, weight_decay: float, betas) -> None:
     if lr < 0.0:
         raise ValueError("Invalid learning rate: {}".format(lr))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterable, Tuple, Union
 
 from ..tensor import Parameter
-from ._adam_moments import adam_direction, check_adam_args
+from ._adam_moments import adam_direction, add_adam_state, check_adam_args
 from .optimizer import Optimizer, hyper, inplace_add_, inplace_update_mode, scalar
 
 
@@ -19,10 +19,7 @@ class AdamW(Optimizer):
         self._disable_type_convert = True
 
     def _create_state(self, param_group: dict) -> None:
-        for param in param_group["params"]:
-            self._add_state(param, "exp_avg")
-            self._add_state(param, "exp_avg_sq")
-            self._add_state(param, "step", initializer=0.0)
+        add_adam_state(self, param_group)
 
     def _updates(self, param_group: dict) -> None:
         lr, weight_decay = param_group["lr"], param_group["weight_decay"]
