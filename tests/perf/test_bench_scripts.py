@@ -51,15 +51,17 @@ def test_bench_models_smoke(tmp_path):
 
 def test_rule_kernels_pair_with_tuned_kernels_in_call_order():
     rules = [("conv", 10.0), ("fused_reshape_transpose", 1.0), ("depthwise3", 4.0),
-             ("dense", 2.0)]
-    tuned = [("fused_conv2d_add", 8.0), ("fused_conv2d1_add_clip", 2.0),
-             ("fused_matmul_add", 4.0)]
+             ("dense", 2.0), ("fused_reshape10_add3_gelu_reshape11", 3.0)]
+    tuned = [("fused_conv2d_add", 8.0), ("fused_strided_slice1_reshape3", 1.0),
+             ("fused_conv2d1_add_clip", 2.0), ("fused_matmul_add", 4.0),
+             ("fused_reshape10_add3_gelu_reshape11", 3.0)]
     pairs = bench_tuning.pair_kernels(rules, tuned)
     assert [(p["rule"], p["tuned"], p["kind"]) for p in pairs] == [
         ("conv", "fused_conv2d_add", "conv"), ("depthwise3", "fused_conv2d1_add_clip",
                                                "depthwise"),
-        ("dense", "fused_matmul_add", "dense")]
+        ("dense", "fused_matmul_add", "dense"),
+        ("fused_reshape10_add3_gelu_reshape11", "fused_reshape10_add3_gelu_reshape11", "other")]
     kinds = bench_tuning.by_kind(pairs)
     assert kinds["depthwise"] == dict(calls=1, rules_us=4.0, tuned_us=2.0, wins=1)
     assert kinds["dense"]["wins"] == 0
-    assert bench_tuning.pair_kernels(rules, tuned[:2]) is None
+    assert bench_tuning.pair_kernels(rules, tuned[:3]) is None
