@@ -79,41 +79,52 @@ def by_kind(pairs: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _best_records(records: Path) -> dict[int, tuple[float, list]]:
+    """workload index -> (mean seconds, trace) of its fastest measured record."""
+    best: dict[int, tuple[float, list]] = {}
+    for line in records.open():
+        if not line.strip():
+            continue
+        idx, (trace, run_secs, *_rest) = json.loads(line)
+        if not run_secs:
+            continue
+        secs = sum(float(x) for x in run_secs) / len(run_secs)
+        if secs < 1e9 and (idx not in best or secs < best[idx][0]):   # 1e10: failed run
+            best[idx] = (secs, trace)
+    return best
+
+
+def _choices(insts: list, decisions: list) -> str:
+    """'tile 16x48, parallel 16, vectorize 64, unroll_explicit 512' from one trace."""
+    made = {int(i): d for i, d in decisions}
+    picks, values = [], {}
+    for i, (kind, inputs, attrs, outs) in enumerate(insts):
+        if kind == "SampleCategorical" and i in made:
+            values[outs[0]] = attrs[0][made[i]]       # e.g. the unroll depth
+        elif kind == "SamplePerfectTile" and i in made:
+            picks.append("tile " + "x".join(str(v) for v in made[i]))
+        elif kind == "Annotate" and attrs and str(attrs[0]).split(".")[-1] in (
+                "parallel", "vectorize", "unroll_explicit", "unroll_implicit"):
+            picks.append(f"{attrs[0].split('.')[-1]} {values.get(inputs[1], inputs[1])}")
+    return ", ".join(picks)
+
+
 def tuner_picks(tune_dir: Path) -> list[dict]:
-    """Per tuned workload, the best record's choices, read from MetaSchedule's JSON
-    database: the parallel / vectorize extents it annotated, its tile splits
-    (SamplePerfectTile) and categorical picks (unroll depth, ...), and its time."""
+    """Per tuned workload, what its best record chose (read from MetaSchedule's JSON
+    database): the parallel / vectorize extents, tile splits and unroll depth."""
     out = []
     for folder in sorted(tune_dir.glob("*/")):
-        wl_file, rec_file = folder / "database_workload.json", folder / "database_tuning_record.json"
-        if not rec_file.is_file():
+        records = folder / "database_tuning_record.json"
+        if not records.is_file():
             continue
-        hashes = [json.loads(line)[0] for line in wl_file.open() if line.strip()]
+        hashes = [json.loads(line)[0] for line in (folder / "database_workload.json").open()
+                  if line.strip()]
         names_file = folder / "decisions.json"
         names = json.loads(names_file.read_text()) if names_file.is_file() else {}
-        best: dict[int, tuple[float, list]] = {}
-        for line in rec_file.open():
-            if not line.strip():
-                continue
-            idx, (trace, run_secs, *_rest) = json.loads(line)
-            secs = sum(float(x) for x in run_secs) / max(len(run_secs), 1)
-            if run_secs and secs < 1e9 and (idx not in best or secs < best[idx][0]):
-                best[idx] = (secs, trace)
-        for idx, (secs, (insts, decisions)) in sorted(best.items()):
-            made = dict((int(i), d) for i, d in decisions)
-            picks, values = [], {}
-            for i, (kind, inputs, attrs, outs) in enumerate(insts):
-                if kind == "SampleCategorical" and i in made:
-                    values[outs[0]] = attrs[0][made[i]]       # e.g. the unroll depth
-                elif kind == "SamplePerfectTile" and i in made:
-                    picks.append("tile " + "x".join(str(v) for v in made[i]))
-                elif kind == "Annotate" and attrs and str(attrs[0]).split(".")[-1] in (
-                        "parallel", "vectorize", "unroll_explicit", "unroll_implicit"):
-                    value = values.get(inputs[1], inputs[1])
-                    picks.append(f"{attrs[0].split('.')[-1]} {value}")
+        for idx, (secs, (insts, decisions)) in sorted(_best_records(records).items()):
             info = names.get(hashes[idx], {}) if idx < len(hashes) else {}
             out.append(dict(name=info.get("name", f"workload {idx}"), best_us=secs * 1e6,
-                            kept=info.get("kept"), picks=", ".join(picks)))
+                            kept=info.get("kept"), picks=_choices(insts, decisions)))
     return out
 
 
