@@ -135,17 +135,22 @@ def bench_model(name: str, args, work: Path) -> dict:
                base=args.base, min_time=args.min_time, profile_runs=args.profile_runs)
     row: dict = {"model": name, "batch": args.batch, "threads": args.threads,
                  "base": args.base, "trials": args.trials}
-    print(f"[{name}] tuning ({args.trials} trials per task, base={args.base}, "
-          f"{args.threads} thread(s)) ...", flush=True)
-    start = time.perf_counter()
-    row["tune"] = run_worker(sys.executable, "worker_tuning.py", dict(cfg, mode="tune"),
-                             args.threads, args.tune_timeout)
-    row["tune_wall_s"] = round(time.perf_counter() - start, 1)
+    if args.compare_only:
+        earlier = Path(f"{args.compare_only}.json")
+        row["tune"] = next(r["tune"] for r in json.loads(earlier.read_text())["rows"]
+                           if r["model"] == name and r["base"] == args.base)
+        row["tune_wall_s"] = None
+    else:
+        print(f"[{name}] tuning ({args.trials} trials per task, base={args.base}, "
+              f"{args.threads} thread(s)) ...", flush=True)
+        start = time.perf_counter()
+        row["tune"] = run_worker(sys.executable, "worker_tuning.py", dict(cfg, mode="tune"),
+                                 args.threads, args.tune_timeout)
+        row["tune_wall_s"] = round(time.perf_counter() - start, 1)
     if "error" in row["tune"]:
         print(f"[{name}] tuning failed: {row['tune']['error']}", flush=True)
         return row
-    print(f"[{name}] tuned in {row['tune_wall_s']:.0f} s; comparing in a fresh process ...",
-          flush=True)
+    print(f"[{name}] comparing in a fresh process ...", flush=True)
     row["picks"] = tuner_picks(tune_dir)
     row["compare"] = cmp = run_worker(sys.executable, "worker_tuning.py",
                                       dict(cfg, mode="compare"), args.threads, args.timeout)
@@ -160,13 +165,21 @@ def _f(v, spec=".1f", none="-"):
     return none if v is None else format(v, spec)
 
 
+def _cpu_text(c: dict) -> str:
+    """'12.3 / 11.0 (1.12x)': the whole models' CPU time per call (one thread)."""
+    if "rules_cpu_ms" not in c:
+        return "-"
+    return (f"{c['rules_cpu_ms']:.2f} / {c['tuned_cpu_ms']:.2f} "
+            f"({c['rules_cpu_ms'] / c['tuned_cpu_ms']:.2f}x)")
+
+
 def tables(rows: list[dict]) -> list:
     """rich Tables: whole models, then per kind, then per tuned task."""
     from rich.table import Table
     whole = Table(title="Whole model: CPU rules vs tuned (ms; >1x: tuning pays)")
     for col in ("model", "b", "t", "base", "trials/task", "tune s", "rules ms", "tuned ms",
-                "rules/tuned", "tuned in process 1 ms", "records before/after", "build s",
-                "rel err"):
+                "rules/tuned", "CPU ms rules / tuned", "tuned in process 1 ms",
+                "records before/after", "build s", "rel err"):
         whole.add_column(col, justify="left" if col in ("model", "base") else "right")
     kinds = Table(title="Per kernel kind, summed over calls (us; wins: calls >= 1.1x "
                         "faster tuned)")
@@ -180,12 +193,13 @@ def tables(rows: list[dict]) -> list:
         t, c = r.get("tune", {}), r.get("compare", {})
         if "error" in t or "error" in c:
             whole.add_row(r["model"], str(r["batch"]), str(r["threads"]), r["base"],
-                          str(r["trials"]), "err", *["-"] * 7)
+                          str(r["trials"]), "err", *["-"] * 8)
             continue
         ratio = c["rules_ms"] / c["tuned_ms"]
         whole.add_row(r["model"], str(r["batch"]), str(r["threads"]), r["base"],
                       str(r["trials"]), _f(t["tune_s"], ".0f"), _f(c["rules_ms"], ".3f"),
-                      _f(c["tuned_ms"], ".3f"), f"{ratio:.2f}x", _f(t.get("tuned_ms"), ".3f"),
+                      _f(c["tuned_ms"], ".3f"), f"{ratio:.2f}x", _cpu_text(c),
+                      _f(t.get("tuned_ms"), ".3f"),
                       f"{c['records_before']}/{c['records_after']}",
                       _f(c["tuned_build_s"], ".1f"), f"{c['rel_err']:.1e}")
         for kind, k in (r.get("by_kind") or {}).items():
@@ -214,17 +228,18 @@ def tables(rows: list[dict]) -> list:
 def markdown(rows: list[dict], load: tuple) -> str:
     lines = [f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", "",
              "| model | b | t | base | trials/task | tune s | rules ms | tuned ms | "
-             "rules/tuned | records before/after |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "rules/tuned | CPU ms rules / tuned | records before/after |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t, c = r.get("tune", {}), r.get("compare", {})
         if "error" in t or "error" in c:
             lines.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {r['base']} | "
-                         f"{r['trials']} | error | | | | |")
+                         f"{r['trials']} | error | | | | | |")
             continue
         lines.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {r['base']} | "
                      f"{r['trials']} | {t['tune_s']:.0f} | {c['rules_ms']:.3f} | "
                      f"{c['tuned_ms']:.3f} | {c['rules_ms'] / c['tuned_ms']:.2f}x | "
-                     f"{c['records_before']}/{c['records_after']} |")
+                     f"{_cpu_text(c)} | {c['records_before']}/{c['records_after']} |")
     lines += ["", "| model | kind | calls | rules us | tuned us | rules/tuned | calls >= 1.1x |",
               "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -249,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work-dir", default=None,
                     help="models and tuning records (reused: tuning continues from them)")
     ap.add_argument("--out", default=None, help="write OUT.json and OUT.md")
+    ap.add_argument("--compare-only", default=None, metavar="PREFIX",
+                    help="no tuning: time the builds again from the records in --work-dir "
+                         "(the tuning figures come from PREFIX.json of the run that tuned)")
     ap.add_argument("--render", nargs="+", default=None, metavar="JSON",
                     help="print the tables of earlier runs' OUT.json files (no tuning)")
     args = ap.parse_args(argv)
