@@ -98,7 +98,8 @@ def split(graph: Graph) -> tuple[Graph, ShapeCut | None]:
         return graph, None
     producer, shape_of = graph.producers(), get("shape_of")
     arithmetic: set[Node] = set()
-    stack = [n.inputs[-1] for n in shaped if n.op.has_shape_input(len(n.inputs))]
+    stack = [v for n in shaped
+             for v in n.inputs[len(n.inputs) - n.op.run_time_inputs(len(n.inputs)):]]
     while stack:
         node = producer.get(stack.pop())
         if node is None or node in arithmetic:

@@ -22,7 +22,7 @@ from ..ir import TensorType
 from ._rules import broadcast_shapes, norm_axis
 from .grad_tensor import set_subtensor_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
-from .shape import _index_tuple, relax_slice
+from .shape import _index_tuple, check_bound_inputs, index_inputs, relax_slice, subtensor_bounds
 
 INDEXING = MgeOpr("IndexingMultiAxisVec", "IndexDescMaskDump")
 INDEXING_SET = MgeOpr("IndexingSetMultiAxisVec", "IndexDescMaskDump")
@@ -266,7 +266,8 @@ def _subtensor_shape(x: TensorType, index) -> tuple[int, ...]:
     return _subtensor_infer(x, index=index).shape
 
 
-def _set_subtensor_infer(x, v, *, index):
+def _set_subtensor_infer(x, v, *bounds, index):
+    check_bound_inputs("set_subtensor", index, bounds)
     shape = _subtensor_shape(x, index)
     if v.dtype != x.dtype:
         raise DTypeError(f"set_subtensor: value {v} must have the dtype of {x}")
@@ -275,13 +276,13 @@ def _set_subtensor_infer(x, v, *, index):
     return x
 
 
-def _set_subtensor_eager(x, v, *, index):
+def _set_subtensor_eager(x, v, *bounds, index):
     out = np.array(x)
     out[_index_tuple(x.ndim, index)] = v
     return out
 
 
-def _set_subtensor_lower(L, x, v, *, index):
+def _set_subtensor_lower(L, x, v, *bounds, index):
     x_type = L.types[0]
     if L.types[1].size == 0:
         return _unchanged(L, x)
@@ -290,13 +291,13 @@ def _set_subtensor_lower(L, x, v, *, index):
 
 
 def _set_subtensor_emit(em, types, p, inputs):
-    rows = [(axis, {"begin": start, "end": stop, "step": step, "idx": idx})
-            for axis, start, stop, step, idx in p["index"]]
-    items, extra = _emit_items(em, rows, _const_or_input(em))
+    rows = index_inputs(em, p["index"], inputs[2:])
+    items, extra = _emit_items(em, rows, lambda input_id: input_id)
     return em.opr(SET_SUBTENSOR, {"items": items}, [inputs[0], inputs[1], *extra])
 
 
-register(OpDef("set_subtensor", params={"index": ()}, eager=_set_subtensor_eager,
+register(OpDef("set_subtensor", params={"index": ()}, int_inputs=subtensor_bounds,
+               eager=_set_subtensor_eager,
                infer=_set_subtensor_infer, lower=_set_subtensor_lower,
                mge=MgeComposite(_set_subtensor_emit), opaque_in_optimize=True,
                vjp=set_subtensor_vjp))
