@@ -193,7 +193,7 @@ class Graph:
         every other Var is kept. What TVM compiles."""
         nodes = []
         for n in self.nodes:
-            static = len(n.inputs) - n.op.run_time_inputs(len(n.inputs))
+            static = len(n.inputs) - n.op.run_time_inputs(len(n.inputs), n.kwargs)
             nodes.append(Node(n.op, n.inputs[:static], n.params, n.outputs)
                          if static < len(n.inputs) else n)
         g = Graph(list(self.inputs), dict(self.consts), nodes, [], list(self.input_names))

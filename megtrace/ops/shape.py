@@ -158,7 +158,7 @@ def check_bound_inputs(op: str, index, bounds) -> None:
     """The optional run-time bounds (OpDef.int_inputs) are one int32 scalar per bound."""
     want = len(subtensor_bounds({"index": index}))
     if bounds and (len(bounds) != want or
-                   any(b.dtype != "int32" or b.size != 1 for b in bounds)):
+                   any(b.dtype != "int32" or b.ndim != 0 for b in bounds)):
         raise ShapeError(f"{op}: run-time bounds must be {want} int32 scalars for index "
                          f"{index}; got {list(bounds)}")
 

@@ -73,6 +73,10 @@ def index_from_shape(x):
     return x[:, x.shape[1] - 1]
 
 
+def vector_index_from_shape(x):
+    return x[: x.shape[0] // 2 + 1, [0, 2]]
+
+
 def broadcast_to_shape(x):
     return F.broadcast_to(mge.tensor([1.0, 2.0, 3.0]), x.shape) + x
 
@@ -85,6 +89,7 @@ MODELS = {
     "reshape_batch": (reshape_batch, (1, 3, 4)),
     "slice_half": (slice_half, (1, 6, 4)),
     "index_from_shape": (index_from_shape, (1, 3)),
+    "vector_index_from_shape": (vector_index_from_shape, (3, 4)),
     "broadcast_to_shape": (broadcast_to_shape, (1, 3)),
     "tensor_of_shape": (tensor_of_shape, (1, 3)),
     "broadcast_batch": (broadcast_batch, (1, 4, 8)),

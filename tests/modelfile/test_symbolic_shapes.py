@@ -95,6 +95,10 @@ def index_from_shape(x):
     return x[:, x.shape[1] - 1]
 
 
+def vector_index_from_shape(x):
+    return x[: x.shape[0] // 2 + 1, [0, 2]]
+
+
 def broadcast_to_shape(x):
     """x.shape as a whole: one GetVarShape, not a constant."""
     return F.broadcast_to(mge.tensor([1.0, 2.0, 3.0]), x.shape) + x
@@ -124,6 +128,7 @@ MODELS = {
     "shape_as_tensor": (lambda: shape_as_tensor, (1, 4, 6)),
     "slice_half": (lambda: slice_half, (1, 6, 4)),
     "index_from_shape": (lambda: index_from_shape, (1, 3)),
+    "vector_index_from_shape": (lambda: vector_index_from_shape, (3, 4)),
     "broadcast_to_shape": (lambda: broadcast_to_shape, (1, 3)),
     "tensor_of_shape": (lambda: tensor_of_shape, (1, 3)),
     "matmul_3d_2d": (lambda: matmul_3d_2d, (1, 4, 6)),
@@ -228,7 +233,8 @@ def _expression(rows: list[dict]) -> tuple:
 @pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "unoptimized"])
 @pytest.mark.parametrize("name", ["reshape_batch", "broadcast_batch", "zeros_batch",
                                   "matmul_3d_2d", "matmul_4d", "slice_half",
-                                  "index_from_shape", "broadcast_to_shape", "tensor_of_shape"])
+                                  "index_from_shape", "vector_index_from_shape",
+                                  "broadcast_to_shape", "tensor_of_shape"])
 def test_opr_sequence_matches_megengine_dump(name, optimize, tmp_path):
     """The same oprs (type, Elemwise/Reduce mode, axis), wired the same way, as MegEngine
     1.13's dump of the same code (tests/data/make_megengine_symbolic_shapes.py)."""

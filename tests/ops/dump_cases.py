@@ -193,6 +193,7 @@ def chains() -> dict[str, Chain]:
         "pad-batch": Chain(lambda: lambda x: F.nn.pad(x, ((0, 0), (0, 0), (1, 1), (2, 0))),
                            ((2, 2, 3, 3),)),
         "indexing-vector": Chain(lambda: lambda x: x[:, [0, 2]] + x[:, 1:2], ((3, 4),)),
+        "indexing-vector-bound-from-shape": Chain(_vector_bound, ((3, 4),)),
     }
 
 
@@ -201,6 +202,14 @@ def _setitem():
         y = x * 1
         y[:, 1] = 0.5
         return y
+    return fn
+
+
+def _vector_bound():
+    def fn(x):
+        y = x * 1
+        y[1:, [0, 3]] = x[: x.shape[0] - 1, [1, 2]] * 2
+        return y[: y.shape[0] - 1, [0, 2]] + x[1:, [1, 3]]
     return fn
 
 

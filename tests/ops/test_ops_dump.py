@@ -189,6 +189,8 @@ NOT_READABLE_SAMPLES = {
     "subtensor-bound-inputs": _BOUND_INPUT,
     "subtensor-bound-inputs-idx": _BOUND_INPUT,
     "set_subtensor-bound-inputs": _BOUND_INPUT,
+    "indexing_multi_axis_vec-bound-inputs": _BOUND_INPUT,
+    "indexing_set_multi_axis_vec-bound-inputs": _BOUND_INPUT,
 }
 
 # ops (or samples) whose file cannot run at another batch than the traced one, with why
