@@ -79,6 +79,44 @@ def by_kind(pairs: list[dict]) -> dict[str, dict]:
     return out
 
 
+def tuner_picks(tune_dir: Path) -> list[dict]:
+    """Per tuned workload, the best record's choices, read from MetaSchedule's JSON
+    database: the parallel / vectorize extents it annotated, its tile splits
+    (SamplePerfectTile) and categorical picks (unroll depth, ...), and its time."""
+    out = []
+    for folder in sorted(tune_dir.glob("*/")):
+        wl_file, rec_file = folder / "database_workload.json", folder / "database_tuning_record.json"
+        if not rec_file.is_file():
+            continue
+        hashes = [json.loads(line)[0] for line in wl_file.open() if line.strip()]
+        names_file = folder / "decisions.json"
+        names = json.loads(names_file.read_text()) if names_file.is_file() else {}
+        best: dict[int, tuple[float, list]] = {}
+        for line in rec_file.open():
+            if not line.strip():
+                continue
+            idx, (trace, run_secs, *_rest) = json.loads(line)
+            secs = sum(float(x) for x in run_secs) / max(len(run_secs), 1)
+            if run_secs and secs < 1e9 and (idx not in best or secs < best[idx][0]):
+                best[idx] = (secs, trace)
+        for idx, (secs, (insts, decisions)) in sorted(best.items()):
+            made = dict((int(i), d) for i, d in decisions)
+            picks, values = [], {}
+            for i, (kind, inputs, attrs, outs) in enumerate(insts):
+                if kind == "SampleCategorical" and i in made:
+                    values[outs[0]] = attrs[0][made[i]]       # e.g. the unroll depth
+                elif kind == "SamplePerfectTile" and i in made:
+                    picks.append("tile " + "x".join(str(v) for v in made[i]))
+                elif kind == "Annotate" and attrs and str(attrs[0]).split(".")[-1] in (
+                        "parallel", "vectorize", "unroll_explicit", "unroll_implicit"):
+                    value = values.get(inputs[1], inputs[1])
+                    picks.append(f"{attrs[0].split('.')[-1]} {value}")
+            info = names.get(hashes[idx], {}) if idx < len(hashes) else {}
+            out.append(dict(name=info.get("name", f"workload {idx}"), best_us=secs * 1e6,
+                            kept=info.get("kept"), picks=", ".join(picks)))
+    return out
+
+
 def bench_model(name: str, args, work: Path) -> dict:
     files = prepare(name, args.batch, work / f"{name}_b{args.batch}")
     tune_dir = work / f"tune-{name}-b{args.batch}-{args.base}"
@@ -97,6 +135,7 @@ def bench_model(name: str, args, work: Path) -> dict:
         return row
     print(f"[{name}] tuned in {row['tune_wall_s']:.0f} s; comparing in a fresh process ...",
           flush=True)
+    row["picks"] = tuner_picks(tune_dir)
     row["compare"] = cmp = run_worker(sys.executable, "worker_tuning.py",
                                       dict(cfg, mode="compare"), args.threads, args.timeout)
     if "error" not in cmp:
@@ -150,7 +189,15 @@ def tables(rows: list[dict]) -> list:
             tasks.add_row(r["model"], task["name"][:48], str(task["trials"]),
                           _f(task["untuned_us"]), _f(task["tuned_us"]),
                           {True: "yes", False: "no", None: "-"}[task["kept"]])
-    return [whole, kinds, tasks]
+    picks = Table(title="What the tuner picked (best record per task; tile: loop splits, "
+                        "pick: categorical choices such as the unroll depth)")
+    for col in ("model", "task", "best us", "kept", "choices"):
+        picks.add_column(col, justify="right" if col == "best us" else "left")
+    for r in rows:
+        for p in r.get("picks", []):
+            picks.add_row(r["model"], p["name"][:48], _f(p["best_us"]),
+                          {True: "yes", False: "no", None: "-"}[p["kept"]], p["picks"][:120])
+    return [whole, kinds, tasks, picks]
 
 
 def markdown(rows: list[dict], load: tuple) -> str:
@@ -205,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         rows = [r for f in args.render for r in json.loads(Path(f).read_text())["rows"]]
         for r in rows:
+            folder = Path(f"{args.work_dir or ''}") / f"tune-{r['model']}-b{r['batch']}-{r['base']}"
+            if args.work_dir and folder.is_dir():
+                r["picks"] = tuner_picks(folder)
             if "error" not in r.get("compare", {"error": 1}):
                 r["pairs"] = pair_kernels(r["compare"]["kernels"]["rules"],
                                           r["compare"]["kernels"]["tuned"])

@@ -65,3 +65,23 @@ def test_rule_kernels_pair_with_tuned_kernels_in_call_order():
     assert kinds["depthwise"] == dict(calls=1, rules_us=4.0, tuned_us=2.0, wins=1)
     assert kinds["dense"]["wins"] == 0
     assert bench_tuning.pair_kernels(rules, tuned[:3]) is None
+
+
+def test_tuner_picks_reads_the_best_record_of_each_workload(tmp_path):
+    folder = tmp_path / "llvm-znver4-t1-abcd"
+    folder.mkdir()
+    (folder / "database_workload.json").write_text('["123", "mod"]\n')
+    insts = [["SamplePerfectTile", ["l0"], [2, 64], ["v1", "v2"]],
+             ["SampleCategorical", [], [[0, 16, 64, 512], [0.25] * 4], ["v3"]],
+             ["Annotate", ["b4", 16], ["meta_schedule.parallel"], []],
+             ["Annotate", ["b4", "v3"], ["meta_schedule.unroll_explicit"], []]]
+    slow = [0, [[insts, [[0, [4, 32]], [1, 1]]], [2e-4, 4e-4], {}, []]]
+    fast = [0, [[insts, [[0, [16, 8]], [1, 2]]], [1e-4, 1e-4], {}, []]]
+    (folder / "database_tuning_record.json").write_text(
+        "\n".join(json.dumps(r) for r in (slow, fast)) + "\n")
+    (folder / "decisions.json").write_text(json.dumps({"123": {"name": "softmax",
+                                                               "kept": True}}))
+    (pick,) = bench_tuning.tuner_picks(tmp_path)
+    assert pick["name"] == "softmax" and pick["kept"] is True
+    assert abs(pick["best_us"] - 100.0) < 1e-6
+    assert pick["picks"] == "tile 16x8, parallel 16, unroll_explicit 64"
