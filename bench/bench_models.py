@@ -206,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work-dir", default=None, help="keep models/weights/outputs here")
     ap.add_argument("--out", default=None, help="also write OUT.json and OUT.md")
     ap.add_argument("--json", default=None, help=argparse.SUPPRESS)   # older name
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="table of wall-clock or of process CPU time per call (cpu: "
+                         "comparable on a loaded machine, for one thread only)")
+    ap.add_argument("--render", nargs="+", default=None, metavar="JSON",
+                    help="print earlier runs' --out JSON files (with --clock) and exit")
     ap.add_argument("--no-overhead", action="store_true",
                     help="skip the tiny-MLP call-overhead line")
     ap.add_argument("--tune-trials", type=int, default=0,
@@ -222,6 +227,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--tune-trials: expected 0 (no tuning) or a positive number of trials")
     if args.prepare_bench_env:
         print(f"bench environment ready: {prepare_bench_env()}")
+        return 0
+    if args.render:
+        import bench_report
+        for path in args.render:
+            report = bench_report.load(Path(path), args.clock)
+            report.print()
+            if args.out:
+                report.write(Path(args.out))
         return 0
     if args.quick:
         args.batches, args.threads, args.min_time = "1", "2", min(args.min_time, 0.4)
@@ -242,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     pythons = {"bench": bench_python(args.bench_python)}
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="mt-bench-"))
     args.work_dir_path = work
-    report = Report([r for r in RUNTIMES if r in args.runtimes], tuning=args.tune_trials > 0)
+    report = Report([r for r in RUNTIMES if r in args.runtimes], tuning=args.tune_trials > 0,
+                    clock=args.clock)
     report.say(f"megtrace benchmark: {os.cpu_count()} CPUs; peers' python: "
                f"{pythons['bench']}; files in {work}")
     busy = busy_cpus()

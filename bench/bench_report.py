@@ -1,5 +1,9 @@
 """bench_models.py's results as a rich table, a markdown table and JSON.
 
+clock "wall": medians of wall-clock time per call; "cpu": of the process's CPU time
+per call, which on a loaded machine still compares one-thread runs (a descheduled
+process uses no CPU time), but with several threads also counts idle spinning.
+
 Ratios are other / megtrace's default `__call__` (>1: megtrace is faster); "best/call"
 and "best/w-o host" set the faster of ONNX Runtime and OpenVINO against megtrace's two
 call paths (the issue's goal: >= 1.2x); %peak is megtrace's GFLOP/s over the FMA peak
@@ -23,28 +27,32 @@ def ms_text(ms: float) -> str:
     return f"{ms:.3f}" if ms < 1 else (f"{ms:.2f}" if ms < 10 else f"{ms:.1f}")
 
 
-def peer_cell(r: dict, base: float | None) -> str:
+KEYS = {"wall": ("median_ms", "without_host_ms"), "cpu": ("cpu_ms", "without_host_cpu_ms")}
+
+
+def peer_cell(r: dict, base: float | None, key: str = "median_ms") -> str:
     """'12.3 (1.05x)', 'n/a (not installed)' or 'err'."""
     if "missing" in r:
         return "n/a (not installed)"
-    if "median_ms" not in r:
+    if key not in r:
         return "err" if "error" in r else "-"
-    ratio = f" ({r['median_ms'] / base:.2f}x)" if base else ""
-    return ms_text(r["median_ms"]) + ratio
+    ratio = f" ({r[key] / base:.2f}x)" if base else ""
+    return ms_text(r[key]) + ratio
 
 
-def best_peer(row: dict) -> tuple[str, float] | None:
+def best_peer(row: dict, key: str = "median_ms") -> tuple[str, float] | None:
     """(runtime, ms) of the faster of ONNX Runtime and OpenVINO that ran."""
-    got = [(rt, row[rt]["median_ms"]) for rt in BEST_OF if "median_ms" in row.get(rt, {})]
+    got = [(rt, row[rt][key]) for rt in BEST_OF if key in row.get(rt, {})]
     return min(got, key=lambda p: p[1]) if got else None
 
 
-def cells(row: dict, peers: list[str], tuning: bool) -> list[str]:
+def cells(row: dict, peers: list[str], tuning: bool, clock: str = "wall") -> list[str]:
+    key, fast_key = KEYS[clock]
     mt = row.get("megtrace", {})
-    call, fast = mt.get("median_ms"), mt.get("without_host_ms")
+    call, fast = mt.get(key), mt.get(fast_key)
     out = [NAMES.get(row["model"], row["model"]), str(row["batch"]), str(row["threads"])]
     if call is None:
-        out += ["err", "-", "-", "-", "-"]
+        out += ["err" if "error" in mt else "-", "-", "-", "-", "-"]
     else:
         flops = mt.get("flops") or 0
         peak = PEAK_PER_THREAD * row["threads"]
@@ -54,8 +62,8 @@ def cells(row: dict, peers: list[str], tuning: bool) -> list[str]:
                 f"{gf_call:.1f}" if flops else "-",
                 f"{100 * gf_call / peak:.0f}% / {100 * gf_fast / peak:.0f}%" if flops else "-"]
         out.append(f"{mt['first_call_s']:.1f}" if "first_call_s" in mt else "-")
-    out += [peer_cell(row.get(rt, {}), call) for rt in peers]
-    best = best_peer(row)
+    out += [peer_cell(row.get(rt, {}), call, key) for rt in peers]
+    best = best_peer(row, key)
     if best and call:
         out += [f"{best[1] / call:.2f}x", f"{best[1] / fast:.2f}x" if fast else "-"]
     else:
@@ -86,10 +94,13 @@ def columns(peers: list[str], tuning: bool) -> list[str]:
 class Report:
     """Rows as they come (one line each), then the table, JSON and markdown."""
 
-    def __init__(self, runtimes: list[str], tuning: bool = False):
+    def __init__(self, runtimes: list[str], tuning: bool = False, clock: str = "wall"):
         from rich.console import Console
+        if clock not in KEYS:
+            raise ValueError(f"clock: expected one of {sorted(KEYS)}; got {clock!r}")
         self.peers = [r for r in runtimes if r != "megtrace"]
         self.tuning = tuning
+        self.clock = clock
         self.rows: list[dict] = []
         self.overhead: dict | None = None
         self.seconds = 0.0
@@ -102,17 +113,17 @@ class Report:
     def add(self, row: dict) -> None:
         self.rows.append(row)
         head = columns(self.peers, self.tuning)
-        self.say(" | ".join(f"{h}: {c}" for h, c in zip(head, cells(row, self.peers,
-                                                                       self.tuning))))
+        self.say(" | ".join(f"{h}: {c}" for h, c in zip(
+            head, cells(row, self.peers, self.tuning, self.clock))))
 
     def table(self) -> Any:
         from rich.table import Table
-        t = Table(title="megtrace vs peers (median ms; ratio = other / megtrace's default "
-                        "call, >1: megtrace faster)")
+        t = Table(title=f"megtrace vs peers (median {self.clock} ms per call; ratio = other / "
+                        "megtrace's default call, >1: megtrace faster)")
         for i, col in enumerate(columns(self.peers, self.tuning)):
             t.add_column(col, justify="left" if i == 0 else "right")
         for row in self.rows:
-            t.add_row(*cells(row, self.peers, self.tuning))
+            t.add_row(*cells(row, self.peers, self.tuning, self.clock))
         return t
 
     def problems(self) -> list[str]:
@@ -156,13 +167,27 @@ class Report:
 
     def markdown(self) -> str:
         head = columns(self.peers, self.tuning)
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(cells(r, self.peers, self.tuning)) + " |"
+        lines = [f"median {self.clock} ms per call", "",
+                 "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(cells(r, self.peers, self.tuning, self.clock)) + " |"
                   for r in self.rows]
         return "\n".join(lines + [""] + [f"- {x}" for x in self.footer()]) + "\n"
 
     def write(self, prefix: Path) -> None:
         prefix.with_name(prefix.name + ".json").write_text(json.dumps(
             {"rows": self.rows, "overhead": self.overhead, "load": self.load,
-             "seconds": self.seconds}, indent=1, default=str))
+             "seconds": self.seconds, "runtimes": ["megtrace"] + self.peers,
+             "tuning": self.tuning}, indent=1, default=str))
         prefix.with_name(prefix.name + ".md").write_text(self.markdown())
+
+
+def load(path: Path, clock: str = "wall") -> Report:
+    """A Report of an earlier run's JSON (bench_models.py --render)."""
+    data = json.loads(Path(path).read_text())
+    rows = data["rows"]
+    runtimes = data.get("runtimes") or ["megtrace"] + [
+        rt for rt in TITLES if any(rt in r for r in rows)]
+    report = Report(runtimes, tuning=data.get("tuning", False), clock=clock)
+    report.rows, report.overhead = rows, data.get("overhead")
+    report.seconds, report.load = data.get("seconds", 0.0), data.get("load")
+    return report

@@ -79,41 +79,52 @@ def by_kind(pairs: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _best_records(records: Path) -> dict[int, tuple[float, list]]:
+    """workload index -> (mean seconds, trace) of its fastest measured record."""
+    best: dict[int, tuple[float, list]] = {}
+    for line in records.open():
+        if not line.strip():
+            continue
+        idx, (trace, run_secs, *_rest) = json.loads(line)
+        if not run_secs:
+            continue
+        secs = sum(float(x) for x in run_secs) / len(run_secs)
+        if secs < 1e9 and (idx not in best or secs < best[idx][0]):   # 1e10: failed run
+            best[idx] = (secs, trace)
+    return best
+
+
+def _choices(insts: list, decisions: list) -> str:
+    """'tile 16x48, parallel 16, vectorize 64, unroll_explicit 512' from one trace."""
+    made = {int(i): d for i, d in decisions}
+    picks, values = [], {}
+    for i, (kind, inputs, attrs, outs) in enumerate(insts):
+        if kind == "SampleCategorical" and i in made:
+            values[outs[0]] = attrs[0][made[i]]       # e.g. the unroll depth
+        elif kind == "SamplePerfectTile" and i in made:
+            picks.append("tile " + "x".join(str(v) for v in made[i]))
+        elif kind == "Annotate" and attrs and str(attrs[0]).split(".")[-1] in (
+                "parallel", "vectorize", "unroll_explicit", "unroll_implicit"):
+            picks.append(f"{attrs[0].split('.')[-1]} {values.get(inputs[1], inputs[1])}")
+    return ", ".join(picks)
+
+
 def tuner_picks(tune_dir: Path) -> list[dict]:
-    """Per tuned workload, the best record's choices, read from MetaSchedule's JSON
-    database: the parallel / vectorize extents it annotated, its tile splits
-    (SamplePerfectTile) and categorical picks (unroll depth, ...), and its time."""
+    """Per tuned workload, what its best record chose (read from MetaSchedule's JSON
+    database): the parallel / vectorize extents, tile splits and unroll depth."""
     out = []
     for folder in sorted(tune_dir.glob("*/")):
-        wl_file, rec_file = folder / "database_workload.json", folder / "database_tuning_record.json"
-        if not rec_file.is_file():
+        records = folder / "database_tuning_record.json"
+        if not records.is_file():
             continue
-        hashes = [json.loads(line)[0] for line in wl_file.open() if line.strip()]
+        hashes = [json.loads(line)[0] for line in (folder / "database_workload.json").open()
+                  if line.strip()]
         names_file = folder / "decisions.json"
         names = json.loads(names_file.read_text()) if names_file.is_file() else {}
-        best: dict[int, tuple[float, list]] = {}
-        for line in rec_file.open():
-            if not line.strip():
-                continue
-            idx, (trace, run_secs, *_rest) = json.loads(line)
-            secs = sum(float(x) for x in run_secs) / max(len(run_secs), 1)
-            if run_secs and secs < 1e9 and (idx not in best or secs < best[idx][0]):
-                best[idx] = (secs, trace)
-        for idx, (secs, (insts, decisions)) in sorted(best.items()):
-            made = dict((int(i), d) for i, d in decisions)
-            picks, values = [], {}
-            for i, (kind, inputs, attrs, outs) in enumerate(insts):
-                if kind == "SampleCategorical" and i in made:
-                    values[outs[0]] = attrs[0][made[i]]       # e.g. the unroll depth
-                elif kind == "SamplePerfectTile" and i in made:
-                    picks.append("tile " + "x".join(str(v) for v in made[i]))
-                elif kind == "Annotate" and attrs and str(attrs[0]).split(".")[-1] in (
-                        "parallel", "vectorize", "unroll_explicit", "unroll_implicit"):
-                    value = values.get(inputs[1], inputs[1])
-                    picks.append(f"{attrs[0].split('.')[-1]} {value}")
+        for idx, (secs, (insts, decisions)) in sorted(_best_records(records).items()):
             info = names.get(hashes[idx], {}) if idx < len(hashes) else {}
             out.append(dict(name=info.get("name", f"workload {idx}"), best_us=secs * 1e6,
-                            kept=info.get("kept"), picks=", ".join(picks)))
+                            kept=info.get("kept"), picks=_choices(insts, decisions)))
     return out
 
 
@@ -124,17 +135,22 @@ def bench_model(name: str, args, work: Path) -> dict:
                base=args.base, min_time=args.min_time, profile_runs=args.profile_runs)
     row: dict = {"model": name, "batch": args.batch, "threads": args.threads,
                  "base": args.base, "trials": args.trials}
-    print(f"[{name}] tuning ({args.trials} trials per task, base={args.base}, "
-          f"{args.threads} thread(s)) ...", flush=True)
-    start = time.perf_counter()
-    row["tune"] = run_worker(sys.executable, "worker_tuning.py", dict(cfg, mode="tune"),
-                             args.threads, args.tune_timeout)
-    row["tune_wall_s"] = round(time.perf_counter() - start, 1)
+    if args.compare_only:
+        earlier = Path(f"{args.compare_only}.json")
+        row["tune"] = next(r["tune"] for r in json.loads(earlier.read_text())["rows"]
+                           if r["model"] == name and r["base"] == args.base)
+        row["tune_wall_s"] = None
+    else:
+        print(f"[{name}] tuning ({args.trials} trials per task, base={args.base}, "
+              f"{args.threads} thread(s)) ...", flush=True)
+        start = time.perf_counter()
+        row["tune"] = run_worker(sys.executable, "worker_tuning.py", dict(cfg, mode="tune"),
+                                 args.threads, args.tune_timeout)
+        row["tune_wall_s"] = round(time.perf_counter() - start, 1)
     if "error" in row["tune"]:
         print(f"[{name}] tuning failed: {row['tune']['error']}", flush=True)
         return row
-    print(f"[{name}] tuned in {row['tune_wall_s']:.0f} s; comparing in a fresh process ...",
-          flush=True)
+    print(f"[{name}] comparing in a fresh process ...", flush=True)
     row["picks"] = tuner_picks(tune_dir)
     row["compare"] = cmp = run_worker(sys.executable, "worker_tuning.py",
                                       dict(cfg, mode="compare"), args.threads, args.timeout)
@@ -149,13 +165,21 @@ def _f(v, spec=".1f", none="-"):
     return none if v is None else format(v, spec)
 
 
+def _cpu_text(c: dict) -> str:
+    """'12.3 / 11.0 (1.12x)': the whole models' CPU time per call (one thread)."""
+    if "rules_cpu_ms" not in c:
+        return "-"
+    return (f"{c['rules_cpu_ms']:.2f} / {c['tuned_cpu_ms']:.2f} "
+            f"({c['rules_cpu_ms'] / c['tuned_cpu_ms']:.2f}x)")
+
+
 def tables(rows: list[dict]) -> list:
     """rich Tables: whole models, then per kind, then per tuned task."""
     from rich.table import Table
     whole = Table(title="Whole model: CPU rules vs tuned (ms; >1x: tuning pays)")
     for col in ("model", "b", "t", "base", "trials/task", "tune s", "rules ms", "tuned ms",
-                "rules/tuned", "tuned in process 1 ms", "records before/after", "build s",
-                "rel err"):
+                "rules/tuned", "CPU ms rules / tuned", "tuned in process 1 ms",
+                "records before/after", "build s", "rel err"):
         whole.add_column(col, justify="left" if col in ("model", "base") else "right")
     kinds = Table(title="Per kernel kind, summed over calls (us; wins: calls >= 1.1x "
                         "faster tuned)")
@@ -169,12 +193,13 @@ def tables(rows: list[dict]) -> list:
         t, c = r.get("tune", {}), r.get("compare", {})
         if "error" in t or "error" in c:
             whole.add_row(r["model"], str(r["batch"]), str(r["threads"]), r["base"],
-                          str(r["trials"]), "err", *["-"] * 7)
+                          str(r["trials"]), "err", *["-"] * 8)
             continue
         ratio = c["rules_ms"] / c["tuned_ms"]
         whole.add_row(r["model"], str(r["batch"]), str(r["threads"]), r["base"],
                       str(r["trials"]), _f(t["tune_s"], ".0f"), _f(c["rules_ms"], ".3f"),
-                      _f(c["tuned_ms"], ".3f"), f"{ratio:.2f}x", _f(t.get("tuned_ms"), ".3f"),
+                      _f(c["tuned_ms"], ".3f"), f"{ratio:.2f}x", _cpu_text(c),
+                      _f(t.get("tuned_ms"), ".3f"),
                       f"{c['records_before']}/{c['records_after']}",
                       _f(c["tuned_build_s"], ".1f"), f"{c['rel_err']:.1e}")
         for kind, k in (r.get("by_kind") or {}).items():
@@ -203,17 +228,18 @@ def tables(rows: list[dict]) -> list:
 def markdown(rows: list[dict], load: tuple) -> str:
     lines = [f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", "",
              "| model | b | t | base | trials/task | tune s | rules ms | tuned ms | "
-             "rules/tuned | records before/after |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "rules/tuned | CPU ms rules / tuned | records before/after |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t, c = r.get("tune", {}), r.get("compare", {})
         if "error" in t or "error" in c:
             lines.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {r['base']} | "
-                         f"{r['trials']} | error | | | | |")
+                         f"{r['trials']} | error | | | | | |")
             continue
         lines.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {r['base']} | "
                      f"{r['trials']} | {t['tune_s']:.0f} | {c['rules_ms']:.3f} | "
                      f"{c['tuned_ms']:.3f} | {c['rules_ms'] / c['tuned_ms']:.2f}x | "
-                     f"{c['records_before']}/{c['records_after']} |")
+                     f"{_cpu_text(c)} | {c['records_before']}/{c['records_after']} |")
     lines += ["", "| model | kind | calls | rules us | tuned us | rules/tuned | calls >= 1.1x |",
               "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -238,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work-dir", default=None,
                     help="models and tuning records (reused: tuning continues from them)")
     ap.add_argument("--out", default=None, help="write OUT.json and OUT.md")
+    ap.add_argument("--compare-only", default=None, metavar="PREFIX",
+                    help="no tuning: time the builds again from the records in --work-dir "
+                         "(the tuning figures come from PREFIX.json of the run that tuned)")
     ap.add_argument("--render", nargs="+", default=None, metavar="JSON",
                     help="print the tables of earlier runs' OUT.json files (no tuning)")
     args = ap.parse_args(argv)

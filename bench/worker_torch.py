@@ -23,7 +23,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_common import emit, median_seconds  # noqa: E402
+from bench_common import emit, median_wall_cpu  # noqa: E402
 
 
 PACKAGES = {"torch": "torch", "inductor": "torch", "onnxruntime": "onnxruntime",
@@ -128,8 +128,9 @@ def main(cfg: dict) -> None:
     out = to_numpy(fn())            # the first call compiles (inductor) or warms up
     build_s = time.perf_counter() - start
     np.save(cfg["out"], np.asarray(out))
-    secs, n = median_seconds(fn, cfg.get("min_time", 1.0))
-    emit(median_ms=secs * 1e3, iters=n, threads=int(cfg["threads"]), build_s=round(build_s, 3))
+    secs, cpu, n = median_wall_cpu(fn, cfg.get("min_time", 1.0))
+    emit(median_ms=secs * 1e3, cpu_ms=cpu * 1e3, iters=n, threads=int(cfg["threads"]),
+         build_s=round(build_s, 3))
 
 
 if __name__ == "__main__":

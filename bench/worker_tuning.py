@@ -26,7 +26,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
 
-from bench_common import emit, median_seconds  # noqa: E402
+from bench_common import emit, median_wall_cpu  # noqa: E402
 
 
 def run_tune(cfg: dict) -> None:
@@ -49,15 +49,18 @@ def _records(tune_dir: Path) -> int:
                for p in tune_dir.glob("*/database_tuning_record.json"))
 
 
-def _kernel_times(builds: dict, dev, arg, runs: int) -> dict[str, list[tuple[str, float]]]:
+def _kernel_times(builds: dict, dev, arg, runs: int,
+                  clock=time.perf_counter) -> dict[str, list[tuple[str, float]]]:
     """Per build: (kernel name, median us) of every kernel call, in call order; the
-    builds take turns run by run, so that load changes hit them alike."""
+    builds take turns run by run, so that load changes hit them alike. clock:
+    time.thread_time measures the CPU time of one-thread kernels (they run in the
+    calling thread), which a loaded machine does not inflate."""
     from megtrace.relay_bridge._tvm import relax
     calls: list[tuple[str, float]] = []
     stack: list[tuple[str, float]] = []
 
     def instrument(func, symbol, before_run, ret_value, *args):
-        now = time.perf_counter()
+        now = clock()
         if before_run:
             stack.append((str(symbol), now))
         elif stack:
@@ -108,16 +111,23 @@ def run_compare(cfg: dict) -> None:
     err = float(np.abs(outs["tuned"] - outs["rules"]).max()
                 / max(np.abs(outs["rules"]).max(), 1e-30))
     # alternate the two builds in rounds so that load changes hit both alike
-    samples: dict[str, list[float]] = {"rules": [], "tuned": []}
+    wall: dict[str, list[float]] = {"rules": [], "tuned": []}
+    cpu: dict[str, list[float]] = {"rules": [], "tuned": []}
     min_time = float(cfg.get("min_time", 2.0))
     for _ in range(5):
         for k, m in mains.items():
-            samples[k].append(median_seconds(lambda: m(arg), min_time / 10, min_iters=3)[0])
-    ms = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+            w, c, _n = median_wall_cpu(lambda: m(arg), min_time / 10, min_iters=3)
+            wall[k].append(w)
+            cpu[k].append(c)
+    ms = {k: statistics.median(v) * 1e3 for k, v in wall.items()}
+    cpu_ms = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
     runs = int(cfg.get("profile_runs", 15))
-    kernels = _kernel_times({"rules": rules.executable, "tuned": tuned.executable}, dev, arg,
-                            runs)
-    emit(rules_ms=ms["rules"], tuned_ms=ms["tuned"], tuned_build_s=round(tuned_build_s, 2),
+    builds = {"rules": rules.executable, "tuned": tuned.executable}
+    # one thread: the kernels' CPU time; several: wall time (CPU time counts spinning)
+    kernels = _kernel_times(builds, dev, arg, runs,
+                            time.thread_time if threads == 1 else time.perf_counter)
+    emit(rules_ms=ms["rules"], tuned_ms=ms["tuned"], rules_cpu_ms=cpu_ms["rules"],
+         tuned_cpu_ms=cpu_ms["tuned"], tuned_build_s=round(tuned_build_s, 2),
          rules_build_s=round(rules.seconds, 2), records_before=before, records_after=after,
          rel_err=err, kernels=kernels, rules_pipeline=rules.pipeline, threads=threads)
 
