@@ -118,3 +118,17 @@ def test_switch(env, rule, rng, monkeypatch):
     cg = compile_graph(conv_block(x, wt, bias, 1, False), rules=True)
     assert cg.rules == ["conv", rule]
     assert rel_err(cg(x)[0], np.maximum(direct_conv(x, wt, 1), 0)) <= TOL
+
+
+def test_switch_is_part_of_the_compile_cache_key(rng, monkeypatch):
+    """A build cached with Winograd must not answer a process that turned it off."""
+    from megtrace.relay_bridge.compile_cache import entry_key
+    from megtrace.relay_bridge.executable import BuildOptions
+    from megtrace.relay_bridge.targets import resolve
+    x, wt = realistic(rng, 1, 64, 14, 14, 64)
+    g = conv_block(x, wt, np.zeros((1, 64, 1, 1), np.float32), 1, False)
+    keys = set()
+    for env in ("0", "auto", "all"):
+        monkeypatch.setenv(W.ENV, env)
+        keys.add(entry_key(g, resolve(None), True, BuildOptions()))
+    assert len(keys) == 3
