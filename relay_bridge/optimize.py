@@ -20,6 +20,7 @@ from .float16 import convert_f32_to_f16
 from .lift import lift
 from .lower import emit_node, to_relax
 from .nchwxx import convert_to_nchwxx
+from .padding_channel import pad_channels
 from .shape_cut import split as split_shape_arithmetic
 
 F16_IO_F32_COMP = 1 << 0
@@ -220,7 +221,9 @@ def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
                 g.consts[node.inputs[1]].shape == (1, node.outputs[0].type.shape[1], 1, 1):
             op, args = get("conv_bias"), mapped(first.inputs) + [ins[1]]
             params = {**first.kwargs, "nonline": "IDENTITY"}
-        elif node.op is add and first.op is mul:
+        elif node.op is add and first.op is mul and \
+                node.inputs[1].type.shape in [v.type.shape for v in first.inputs]:
+            # MegEngine's ArithFusePass: the bias term has the shape of a factor
             op, args, params = get("fuse_mul_add3"), mapped(first.inputs) + [ins[1]], {}
         else:
             return None
@@ -287,7 +290,8 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     if f16_io_f32_comp or f16_io_comp:
         fused = convert_f32_to_f16(fused, f32_compute=f16_io_f32_comp)
     if layout in ("nchw88", "nchw44", "nchw44_dot"):
-        fused = convert_to_nchwxx(fused, 8 if layout == "nchw88" else 4)
+        pack = 8 if layout == "nchw88" else 4
+        fused = convert_to_nchwxx(pad_channels(fused, pack), pack)
     elif layout == "nchw64":
         _check_nchw64(fused)
     options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \
