@@ -149,6 +149,9 @@ def chains() -> dict[str, Chain]:
         "attention-scores": Chain(lambda: lambda q, k: F.softmax(
             F.matmul(q, k.transpose(0, 1, 3, 2)) * 0.5, axis=-1), ((2, 2, 5, 4), (2, 2, 5, 4))),
         "conv-bn-relu-flatten": Chain(_conv_net, ((2, 3, 6, 6),)),
+        "deconv-bn-relu": Chain(lambda: _deconv_net(groups=1), ((2, 4, 3, 3),)),
+        "grouped-deconv-bn": Chain(lambda: _deconv_net(groups=2, output_padding=1),
+                                   ((2, 4, 3, 3),)),
         "interpolate": Chain(lambda: lambda x: F.nn.interpolate(x, scale_factor=2),
                              ((1, 2, 3, 3),)),
         "interpolate-bilinear": Chain(lambda: lambda x: F.nn.interpolate(
@@ -210,6 +213,19 @@ def _vit_block():
         attn = F.softmax(F.matmul(q[0], k[0].transpose(0, 2, 1)) * c ** -0.5, axis=-1)
         return x + proj(F.matmul(attn, v[0]))
     return fn
+
+
+def _deconv_net(groups: int, output_padding: int = 0):
+    """A transposed convolution, BatchNorm with non-trivial statistics (folded into the
+    deconvolution's weights when optimized), ReLU: a DCGAN generator's stage."""
+    import megtrace.module as M
+    bn = M.BatchNorm2d(6)
+    bn.running_mean._set_value(np.random.normal(size=(1, 6, 1, 1)).astype(np.float32))
+    bn.running_var._set_value(np.random.uniform(0.5, 1.5, (1, 6, 1, 1)).astype(np.float32))
+    bn.weight._set_value(np.random.uniform(0.5, 1.5, (1, 6, 1, 1)).astype(np.float32))
+    net = M.Sequential(M.ConvTranspose2d(4, 6, 3, stride=2, padding=1, groups=groups,
+                                         output_padding=output_padding), bn, M.ReLU())
+    return net.eval()
 
 
 def _conv_net():
