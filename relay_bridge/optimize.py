@@ -29,6 +29,7 @@ F16_IO_F32_COMP = 1 << 0
 F16_IO_COMP = 1 << 1
 FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
 FUSE_CONV_BIAS_WITH_Z = 1 << 3
+FUSE_PREPROCESS = 1 << 5
 FUSE_GRAIN = 1 << 6
 # MegEngine's GraphCommonOptimizeOptions::LayoutTransform, stored in bits 32..63
 LAYOUTS = {"nchw4": 1, "nhwcd4": 2, "nchw88": 3, "nchw44": 4, "nchw44_dot": 5, "nchw32": 6,
@@ -255,20 +256,25 @@ def _fold_global_pooling(g: Graph) -> Graph:
 def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = False,
                            fuse_grain: bool = True, f16_io_f32_comp: bool = False,
                            f16_io_comp: bool = False, fuse_conv_bias_with_z: bool = False,
+                           fuse_preprocess: bool = False,
                            layout: str | None = None) -> tuple[Graph, int]:
     """The optimized graph and its MegEngine optimize_options bits. Float16 (f16_io_*)
     comes after the fusions, as in MegEngine; with both float16 options MegEngine's
     second pass leaves float32 compute (io16xc32) in place. A layout (a LAYOUTS key)
     brings MegEngine's conv-bias fusion with it and is applied last; so does
     fuse_conv_bias_with_z (whose z fusion MegEngine's CPU passes leave out for float
-    graphs)."""
+    graphs). fuse_preprocess is the Metadata bit alone: MegEngine's passes for it
+    (FuseNCHW4Int8Preprocess, FuseWarpPerspectiveDimshufflePass) rewrite only
+    WarpPerspective/RelayoutFormat of uint8 or quantized images, which megtrace's graphs
+    do not have in those forms."""
     if layout is not None and layout not in LAYOUTS:
         raise ValueError(f"optimize_for_inference: layout must be one of {sorted(LAYOUTS)}; "
                          f"got {layout!r}")
     if layout == "nhwcd4":
         raise NotImplementedError(
-            "enable_hwcd4: NHWCD4 is MegEngine's OpenCL image layout (ConvertFormatPass with "
-            "Image2D tensor formats); megtrace does not write it")
+            "enable_hwcd4: NHWCD4 (MegEngine's image layout: ConvertFormatPass with "
+            "RelayoutFormat oprs at the edges and Image2D-packed weights) is not written by "
+            "megtrace yet")
     bias_fusion = fuse_conv_bias_nonlinearity or fuse_conv_bias_with_z or layout is not None
     t = tvm()
     rx = relax()
@@ -300,7 +306,7 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
         (FUSE_GRAIN if fuse_grain else 0) | (F16_IO_F32_COMP if f16_io_f32_comp else 0) | \
         (F16_IO_COMP if f16_io_comp else 0) | \
         (FUSE_CONV_BIAS_WITH_Z if fuse_conv_bias_with_z else 0) | \
-        (LAYOUTS[layout] << 32 if layout else 0)
+        (FUSE_PREPROCESS if fuse_preprocess else 0) | (LAYOUTS[layout] << 32 if layout else 0)
     return fused, options
 
 
