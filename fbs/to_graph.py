@@ -99,6 +99,7 @@ SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
     "Convolution3D": {"mode": ("CROSS_CORRELATION",), "format": ("NCDHW",)},
     "ROIAlign": {"format": ("NCHW",)},
     "CondTake": {"mode": (0,), "val": (1.0,)},  # EQ 1: the mask's true elements
+    "SVD": {"compute_uv": (True,)},             # MegEngine's Python API always sets it
 }
 
 

@@ -55,6 +55,9 @@ class _CpuLowering:
         self.plain: dict[Var, Any] = {}
         self.blocked: dict[Var, Any] = {}
         self.used: list[str] = []
+        # scheduled kernels by what makes them differ: a network repeats layers of one
+        # shape (ResNet-18: 20 convolutions, 15 kernels), each made and scheduled once
+        self.kernels: dict[tuple, Any] = {}
         groups = find_groups(graph)
         self.group_at = {g.nodes[-1]: g for g in groups}
         self.absorbed = {n for g in groups for n in g.nodes[:-1]}
@@ -160,7 +163,7 @@ class _CpuLowering:
         te = tvm().te
         if group.kind == "conv":
             shape = ConvShape(oc=w.type.shape[0], **geometry)
-            func = conv2d_nchwc(shape, group.epilogue)
+            func = self._kernel(conv2d_nchwc, shape, group.epilogue)
             if w in consts:
                 weight = self.rx.const(L.pack_conv_weight(consts[w], shape.icb))
             else:
@@ -171,7 +174,7 @@ class _CpuLowering:
             if not blocked_in:      # a lone NCHW depthwise: TVM's own loop is faster
                 raise NotApplicable("depthwise input is not NCHW16c")
             shape = DepthwiseShape(oc=c, **geometry)
-            func = depthwise_nchwc(shape, group.epilogue)
+            func = self._kernel(depthwise_nchwc, shape, group.epilogue)
             if w in consts:
                 weight = self.rx.const(L.pack_depthwise_weight(consts[w]))
             else:
@@ -181,6 +184,15 @@ class _CpuLowering:
         xin = self.blocked[x] if blocked_in else self.get_plain(x)
         args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
         self.blocked[group.out] = self._call(func, args, shape.out_shape, group.kind)
+
+    def _kernel(self, make: Callable, shape: Any, epilogue: Epilogue | None):
+        """make(shape, epilogue), made once per shape and epilogue structure (its vector
+        and tensor operands are kernel arguments; scalars are in the code)."""
+        key = (make, shape, _epilogue_key(epilogue))
+        func = self.kernels.get(key)
+        if func is None:
+            func = self.kernels[key] = make(shape, epilogue)
+        return func
 
     def _dense(self, group: Group) -> None:
         node = group.anchor
@@ -300,3 +312,13 @@ class _CpuLowering:
     _blocked_ops = (("pool_nchw16c", _pool_applies, _pool),
                     ("spatial_reduce_nchw16c", _reduce_applies, _reduce),
                     ("elementwise_nchw16c", _elementwise_applies, _elementwise))
+
+
+def _epilogue_key(epilogue: Epilogue | None) -> tuple:
+    """What an epilogue's code depends on: each step's op, operand kind and side, and
+    scalar operands' values."""
+    if not epilogue:
+        return ()
+    return tuple((s.op, s.value_on_left, None if s.operand is None else
+                  (s.operand.kind, repr(s.operand.scalar) if s.operand.kind == "scalar" else None))
+                 for s in epilogue.steps)
