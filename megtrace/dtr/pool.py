@@ -23,8 +23,6 @@ import random
 import time
 import weakref
 
-import numpy as np
-
 from ..tensor import Tensor
 
 _SLOT = Tensor.__dict__["_value"]      # the real storage of Tensor._value

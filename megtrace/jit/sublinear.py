@@ -19,6 +19,8 @@ import random
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..ir import Graph, Node, Var
 
 _END = sys.maxsize     # the time graph outputs are read: after every node
@@ -209,7 +211,6 @@ class _Sequence:
 
 
 def _itemsize(dtype: str) -> int:
-    import numpy as np
     try:
         return np.dtype(dtype).itemsize
     except TypeError:

@@ -31,6 +31,7 @@ from .epilogue import Epilogue, blocked_output
 from .plan import F32, Group, elementwise_steps, find_groups
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
+from . import winograd
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +148,12 @@ class _CpuLowering:
 
     # -- anchors ------------------------------------------------------------------------
     def _group(self, group: Group) -> None:
-        {"conv": self._conv, "depthwise": self._conv, "dense": self._dense,
-         "matmul": self._matmul}[group.kind](group)
-        self.used.append(group.kind)
+        rule = {"conv": self._conv, "depthwise": self._conv, "dense": self._dense,
+                "matmul": self._matmul}[group.kind](group)
+        self.used.append(rule or group.kind)
 
-    def _conv(self, group: Group) -> None:
+    def _conv(self, group: Group) -> str | None:
+        """Emits the conv; returns "winograd" when that rule computes it."""
         node, consts = group.anchor, self.graph.consts
         x, w = node.inputs[:2]                   # conv_bias's bias is in the epilogue
         n, c, h, wd = x.type.shape
@@ -160,13 +162,18 @@ class _CpuLowering:
         blocked_in = x in self.blocked
         geometry = dict(n=n, c=c, h=h, w=wd, kh=kh, kw=kw, stride=tuple(p["stride"]),
                         padding=tuple(p["padding"]), blocked_input=blocked_in)
-        te = tvm().te
+        te, rule = tvm().te, None
         if group.kind == "conv":
             shape = ConvShape(oc=w.type.shape[0], **geometry)
-            func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-            if w in consts:
+            if self._winograd(shape, w):
+                rule = "winograd"
+                func = self._kernel(winograd.winograd_conv2d, shape, group.epilogue)
+                weight = self.rx.const(winograd.transform_weight(consts[w]))
+            elif w in consts:
+                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 weight = self.rx.const(L.pack_conv_weight(consts[w], shape.icb))
             else:
+                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
                 weight = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
                                     [self.get_plain(w)], shape.weight_shape, "pack_weight")
@@ -183,7 +190,17 @@ class _CpuLowering:
                                     [self.get_plain(w)], shape.weight_shape, "pack_weight")
         xin = self.blocked[x] if blocked_in else self.get_plain(x)
         args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
-        self.blocked[group.out] = self._call(func, args, shape.out_shape, group.kind)
+        self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
+        return rule
+
+    def _winograd(self, shape: ConvShape, w: Var) -> bool:
+        """Whether a conv takes the Winograd rule: 3x3 stride 1 on a blocked input with a
+        constant weight (transformed at build time), where the cost rule says it pays
+        (MEGTRACE_WINOGRAD=0 turns it off, =all takes every such conv)."""
+        mode = winograd.mode()
+        if mode == "off" or w not in self.graph.consts or not winograd.applies(shape):
+            return False
+        return mode == "all" or winograd.worth_it(shape)
 
     def _kernel(self, make: Callable, shape: Any, epilogue: Epilogue | None):
         """make(shape, epilogue), made once per shape and epilogue structure (its vector
