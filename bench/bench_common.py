@@ -17,16 +17,29 @@ def median_seconds(fn: Callable[[], Any], min_time: float = 1.0, min_iters: int 
                    max_iters: int = 300, warmup: int = 2) -> tuple[float, int]:
     """(median seconds per call, calls timed): warm-up calls, then calls until both
     `min_time` has passed and `min_iters` calls were made."""
+    wall, _cpu, n = median_wall_cpu(fn, min_time, min_iters, max_iters, warmup)
+    return wall, n
+
+
+def median_wall_cpu(fn: Callable[[], Any], min_time: float = 1.0, min_iters: int = 5,
+                    max_iters: int = 300, warmup: int = 2) -> tuple[float, float, int]:
+    """(median wall seconds, median CPU seconds of this process, calls timed) per call.
+
+    CPU time counts every thread of the process, so with one thread it is the time the
+    call computed, whatever else the machine ran meanwhile: on a loaded machine it is
+    the figure that compares runtimes (with several threads it also counts spinning)."""
     for _ in range(warmup):
         fn()
-    samples: list[float] = []
+    wall: list[float] = []
+    cpu: list[float] = []
     start = time.perf_counter()
-    while len(samples) < max_iters and (len(samples) < min_iters
-                                        or time.perf_counter() - start < min_time):
-        t0 = time.perf_counter()
+    while len(wall) < max_iters and (len(wall) < min_iters
+                                     or time.perf_counter() - start < min_time):
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples), len(samples)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - t0)
+    return statistics.median(wall), statistics.median(cpu), len(wall)
 
 
 def peak_rss_mb() -> float:

@@ -7,7 +7,8 @@ For each workload: median latency of the graph compiled with TVM's default pipel
 megtrace's NumPy eager ops; GFLOP/s of the rules and their share of 230 GFLOP/s (2-core
 AVX-512 FMA peak, cpu-schedules.md). Graph timings take plain NCHW in and out, so a lone
 conv pays its layout conversions; "kernel" rows time the rule's PrimFunc alone on
-NCHW16c data, as cpu-schedules.md does. Each figure is the median of `repeat` runs,
+NCHW16c data, as cpu-schedules.md does (ResNet-18's 3x3 layers both direct and by
+Winograd; GFLOP/s there counts the direct conv's FLOPs, so Winograd can pass the peak). Each figure is the median of `repeat` runs,
 each the mean of enough back-to-back calls to last about 50 ms. The 2 vCPUs of the
 development VM are noisy (5-15 % run to run).
 """
@@ -181,6 +182,7 @@ def main() -> None:
     from megtrace.relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
     from megtrace.relay_bridge.cpu.dense import DenseShape, dense_packed
     from megtrace.relay_bridge.cpu.depthwise import DepthwiseShape, depthwise_nchwc
+    from megtrace.relay_bridge.cpu.winograd import transform_weight, winograd_conv2d
     from megtrace.ops import get
     from megtrace.relay_bridge.targets import resolve
     import models
@@ -208,6 +210,15 @@ def main() -> None:
     tab.kernel("conv3x3 64->64 @56 NCHW16c", conv2d_nchwc(s),
                [L.pack_activation(x), L.pack_conv_weight(w, 16), np.zeros(s.out_shape, "f")],
                s.flops)
+
+    for c, hw in ((64, 56), (128, 28), (256, 14), (512, 7)):     # ResNet-18's 3x3 layers
+        x, w = f32(1, c, hw, hw), f32(c, c, 3, 3)
+        s = ConvShape(1, c, hw, hw, c, 3, 3, (1, 1), (1, 1), True)
+        blocked, out = L.pack_activation(x), np.zeros(s.out_shape, "f")
+        tab.kernel(f"conv3x3 {c}->{c} @{hw} direct", conv2d_nchwc(s),
+                   [blocked, L.pack_conv_weight(w, 16), out], s.flops)
+        tab.kernel(f"conv3x3 {c}->{c} @{hw} winograd", winograd_conv2d(s),
+                   [blocked, transform_weight(w), out], s.flops)
 
     a, b = f32(128, 768), f32(768, 768)
     tab.graph("GEMM 128x768x768", op_graph("matmul", [a], [b], transpose_b=True), [a],

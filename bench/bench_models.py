@@ -1,30 +1,40 @@
-"""megtrace against MegEngine Lite 1.13, PyTorch eager and ONNX Runtime (not a test).
+"""megtrace against MegEngine Lite 1.13, PyTorch eager, torch.compile (Inductor),
+ONNX Runtime and OpenVINO (not a test).
 
     .venv/bin/python bench/bench_models.py [--quick] [--models mlp,resnet18]
                                            [--batches 1,8] [--threads 1,2]
-                                           [--tune-trials 16]
-    .venv/bin/python bench/bench_models.py --prepare-bench-env   # torch + onnxruntime
+                                           [--runtimes megtrace,openvino,...]
+                                           [--out PREFIX] [--tune-trials 16]
+    .venv/bin/python bench/bench_models.py --prepare-bench-env   # the peers' venv
 
-For every model, batch and thread count: the median latency of megtrace
-(compile_graph, whatever CPU rules exist), of MegEngine Lite on the .mge megtrace
-dumped, of PyTorch eager and of ONNX Runtime on the same weights (torch twins in
-bench/torch_models.py; ONNX exported from them); each one's time divided by
-megtrace's (>1: megtrace is faster); megtrace's GFLOP/s and its share of 230 GFLOP/s
-(2-core AVX-512 FMA peak); megtrace's build time and peak memory; the largest
-relative difference of each runtime's output from megtrace's. Last, the per-call
-overhead of a tiny traced MLP on the without_host=True and the replay paths.
+For every model, batch and thread count, medians of: megtrace as a user calls it (a
+function decorated with `trace(symbolic=True, capture_as_const=True)`: the default,
+replaying `__call__`, and the same with `without_host=True`, timed alternately in one
+process), MegEngine Lite on the .mge megtrace dumped, and the peers on the same weights
+(torch twins in bench/torch_models.py; ONNX Runtime and OpenVINO read the ONNX file
+exported from them; torch.compile with freezing). Each runtime's time divided by
+megtrace's default call (>1: megtrace is faster); the best of ONNX Runtime and OpenVINO
+against both megtrace paths; megtrace's GFLOP/s (default call) and its share of the
+FMA peak of the threads used (115 GFLOP/s per znver4 core: 2 x 8-lane FMA pipes at
+~3.6 GHz); the first call's seconds (record + build, or a compile-cache hit); the
+largest relative difference of any runtime's output from megtrace's. A peer that is
+not installed shows "n/a" and never fails the run. Last, the per-call overhead of a
+tiny traced MLP on the without_host=True and the replay paths.
+
+--out PREFIX also writes PREFIX.json (every figure) and PREFIX.md (the table).
 
 --tune-trials N (N > 0) adds two columns: per model, batch and thread count,
 megtrace.relay_bridge.tuning.tune (N trials per task, in its own process, records in
-<work dir>/tune-<model>-b<batch>) and then compile_tuned timed like megtrace:
-"tuned ms" with megtrace's (rules only) time divided by it (>1: tuning helped), and
-"tune s", the time tuning took.
+<work dir>/tune-<model>-b<batch>) and then compile_tuned timed on the VM: "tuned ms"
+with megtrace's without_host time divided by it (>1: tuning helped), and "tune s".
+bench/bench_tuning.py sets tuning against the CPU rules kernel by kernel.
 
-Every runtime runs in its own process (thread pools cannot be resized once started,
-and an idle pool spinning on 2 vCPUs slows the next runtime). torch and ONNX Runtime
-run in a separate environment (--bench-python; default ~/.cache/megtrace/bench-venv),
-because `import tvm` imports torch whenever torch is installed, which would cost
-every TVM process ~2 s. --quick: batch 1 and 2 threads only, shorter timings (< 3 min).
+Every runtime runs in its own process with the same thread count (thread pools cannot
+be resized once started, and an idle pool spinning on 2 vCPUs slows the next runtime).
+The peers run in a separate environment (--bench-python; default
+~/.cache/megtrace/bench-venv, else this Python), because `import tvm` imports torch
+whenever torch is installed, which would cost every TVM process ~2 s. --quick: batch 1
+and 2 threads only, shorter timings.
 """
 from __future__ import annotations
 
@@ -45,10 +55,11 @@ sys.path[:0] = [str(HERE), str(ROOT), str(ROOT / "tests")]
 
 from bench_common import parse  # noqa: E402
 
-PEAK = 230.0
-RUNTIMES = ("megtrace", "lite", "torch", "onnxruntime")
+PEERS = ("lite", "torch", "inductor", "onnxruntime", "openvino")
+RUNTIMES = ("megtrace",) + PEERS
 BENCH_ENV = Path.home() / ".cache" / "megtrace" / "bench-venv"
-BENCH_PACKAGES = ["torch==2.13.0", "onnxruntime", "onnx", "numpy"]
+# the same packages as pyproject's `bench` extra
+BENCH_PACKAGES = ["torch==2.13.0", "onnxruntime", "onnx", "openvino", "numpy"]
 
 
 def prepare_bench_env() -> Path:
@@ -75,12 +86,14 @@ def busy_cpus(seconds: float = 1.0) -> float:
     return (1 - (i1 - i0) / max(t1 - t0, 1)) * (os.cpu_count() or 1)
 
 
-def bench_python(given: str | None) -> str | None:
+def bench_python(given: str | None) -> str:
+    """The Python the peers run in: --bench-python, $MEGTRACE_BENCH_PYTHON, the bench
+    venv, else this one (then the peers not installed here show as n/a)."""
     for cand in (given, os.environ.get("MEGTRACE_BENCH_PYTHON"),
                  str(BENCH_ENV / "bin" / "python")):
         if cand and Path(cand).exists():
             return cand
-    return None
+    return sys.executable
 
 
 def prepare(name: str, batch: int, folder: Path) -> dict[str, Path]:
@@ -134,28 +147,28 @@ def rel_err(path: Path, ref: Path) -> float | None:
 def bench_case(name, batch, threads, files, args, pythons) -> dict:
     out = {"model": name, "batch": batch, "threads": threads}
     cfg = dict(files, min_time=args.min_time)
+    ref = files["model_file"].with_name(f"out_megtrace_t{threads}.npy")
     for rt in args.runtimes:
         res_file = files["model_file"].with_name(f"out_{rt}_t{threads}.npy")
+        res_file.unlink(missing_ok=True)
         if rt == "megtrace":
-            r = run_worker(sys.executable, "worker_megtrace.py", dict(cfg, out=res_file),
+            r = run_worker(sys.executable, "worker_megtrace.py",
+                           dict(cfg, mode="trace", model=name, out=res_file),
                            threads, args.timeout)
         elif rt == "lite":
             import lite_runtime
             if not lite_runtime.is_prepared():
-                r = {"error": "Lite not prepared (python tests/lite_runtime.py --prepare)"}
+                r = {"missing": "MegEngine Lite (python tests/lite_runtime.py --prepare)"}
             else:
                 r = run_worker(sys.executable, "worker_lite.py",
                                dict(cfg, out=res_file, lite_dir=lite_runtime.CACHE,
                                     threads=threads), threads, args.timeout)
         else:
-            if pythons["bench"] is None:
-                r = {"error": "no torch environment (--prepare-bench-env)"}
-            else:
-                r = run_worker(pythons["bench"], "worker_torch.py",
-                               dict(cfg, out=res_file, kind=rt, model=name, threads=threads),
-                               threads, args.timeout)
-        ref = files["model_file"].with_name(f"out_megtrace_t{threads}.npy")
-        r["err"] = rel_err(res_file, ref) if rt != "megtrace" else 0.0
+            r = run_worker(pythons["bench"], "worker_torch.py",
+                           dict(cfg, out=res_file, kind=rt, model=name, threads=threads),
+                           threads, args.timeout)
+        if rt != "megtrace":
+            r["err"] = rel_err(res_file, ref)
         out[rt] = r
         time.sleep(0.2)
     if args.tune_trials:
@@ -180,49 +193,6 @@ def tune_case(name, batch, threads, files, args) -> dict:
     return {"tune": tuned, "tuned": r}
 
 
-def fmt_row(row: dict, tune: bool = False) -> str:
-    def ms(rt):
-        r = row.get(rt, {})
-        return "err" if "error" in r else (f"{r['median_ms']:.3f}" if "median_ms" in r else "-")
-
-    mt = row.get("megtrace", {})
-    base = mt.get("median_ms")
-    cells = [f"{row['model']:<12}", f"{row['batch']:>2}", f"{row['threads']:>2}",
-             f"{ms('megtrace'):>9}"]
-    flops = row.get("flops")
-    if base and flops:
-        gf = flops / (base * 1e-3) / 1e9
-        cells += [f"{gf:7.1f}", f"{100 * gf / PEAK:5.1f}%"]
-    else:
-        cells += [f"{'-':>7}", f"{'-':>6}"]
-    for rt in ("lite", "torch", "onnxruntime"):
-        r = row.get(rt, {})
-        ratio = f"{r['median_ms'] / base:.2f}x" if base and "median_ms" in r else "-"
-        cells += [f"{ms(rt):>9}", f"{ratio:>7}"]
-    if tune:
-        r = row.get("tuned", {})
-        cell = ms("tuned")
-        if base and "median_ms" in r:
-            cell += f" ({base / r['median_ms']:.2f}x)"
-        ts = row.get("tune", {}).get("tune_s")
-        cells += [f"{cell:>22}", f"{'err' if ts is None else f'{ts:.0f}':>6}"]
-    errs = [row.get(rt, {}).get("err") for rt in ("lite", "torch", "onnxruntime", "tuned")]
-    worst = max((e for e in errs if e is not None), default=None)
-    cells += [f"{row.get('build_s', '-'):>7}", f"{row.get('build_peak_mb', '-'):>8}",
-              f"{worst:.1e}" if worst is not None else "-"]
-    return " ".join(cells)
-
-
-def header(tune: bool = False) -> str:
-    tuned = f"{'tuned ms (rules/tuned)':>22} {'tune s':>6} " if tune else ""
-    return (f"{'model':<12} {'b':>2} {'t':>2} {'mt ms':>9} {'GFLOP/s':>7} {'%peak':>6} "
-            f"{'lite ms':>9} {'/mt':>7} {'torch ms':>9} {'/mt':>7} {'ort ms':>9} {'/mt':>7} "
-            f"{tuned}{'build s':>7} {'peak MB':>8} {'max err'}")
-
-
-HEADER = header()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="batch 1, 2 threads, short timings")
@@ -231,16 +201,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runtimes", default=",".join(RUNTIMES))
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds timed per case")
-    ap.add_argument("--timeout", type=float, default=600.0, help="per worker")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="per worker (torch.compile's first build takes minutes)")
     ap.add_argument("--work-dir", default=None, help="keep models/weights/outputs here")
-    ap.add_argument("--json", default=None, help="also write every result here")
+    ap.add_argument("--out", default=None, help="also write OUT.json and OUT.md")
+    ap.add_argument("--json", default=None, help=argparse.SUPPRESS)   # older name
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="table of wall-clock or of process CPU time per call (cpu: "
+                         "comparable on a loaded machine, for one thread only)")
+    ap.add_argument("--render", nargs="+", default=None, metavar="JSON",
+                    help="print earlier runs' --out JSON files (with --clock) and exit")
+    ap.add_argument("--no-overhead", action="store_true",
+                    help="skip the tiny-MLP call-overhead line")
     ap.add_argument("--tune-trials", type=int, default=0,
                     help="also tune each model (trials per task) and time the tuned build; "
                          "0: no tuning")
     ap.add_argument("--tune-timeout", type=float, default=3600.0,
                     help="per tuning worker")
     ap.add_argument("--bench-python", default=None,
-                    help="a Python with torch and onnxruntime")
+                    help="a Python with the peers (torch, onnxruntime, openvino)")
     ap.add_argument("--prepare-bench-env", action="store_true",
                     help=f"create {BENCH_ENV} with {' '.join(BENCH_PACKAGES)} and exit")
     args = ap.parse_args(argv)
@@ -249,14 +228,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_bench_env:
         print(f"bench environment ready: {prepare_bench_env()}")
         return 0
+    if args.render:
+        import bench_report
+        for path in args.render:
+            report = bench_report.load(Path(path), args.clock)
+            report.print()
+            if args.out:
+                report.write(Path(args.out))
+        return 0
     if args.quick:
         args.batches, args.threads, args.min_time = "1", "2", min(args.min_time, 0.4)
     import nets
+    from bench_report import Report
     models = [m for m in args.models.split(",") if m]
     for m in models:
         if m not in nets.MODELS:
             ap.error(f"--models: unknown {m!r}; known: {sorted(nets.MODELS)}")
     args.runtimes = [r for r in args.runtimes.split(",") if r]
+    unknown = [r for r in args.runtimes if r not in RUNTIMES]
+    if unknown:
+        ap.error(f"--runtimes: unknown {unknown}; known: {list(RUNTIMES)}")
     if "megtrace" not in args.runtimes:
         ap.error("--runtimes: megtrace is the reference and must be included")
     batches = [int(b) for b in args.batches.split(",")]
@@ -264,59 +255,30 @@ def main(argv: list[str] | None = None) -> int:
     pythons = {"bench": bench_python(args.bench_python)}
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="mt-bench-"))
     args.work_dir_path = work
-    print(f"megtrace benchmark: {os.cpu_count()} CPUs, peak {PEAK:.0f} GFLOP/s; torch/ORT "
-          f"python: {pythons['bench'] or 'none'}; files in {work}", flush=True)
+    report = Report([r for r in RUNTIMES if r in args.runtimes], tuning=args.tune_trials > 0,
+                    clock=args.clock)
+    report.say(f"megtrace benchmark: {os.cpu_count()} CPUs; peers' python: "
+               f"{pythons['bench']}; files in {work}")
     busy = busy_cpus()
     if busy > 0.3:
-        print(f"note: other processes keep {busy:.1f} CPUs busy: the timings will be noisy",
-              flush=True)
+        report.say(f"note: other processes keep {busy:.1f} CPUs busy (load average "
+                   f"{os.getloadavg()[0]:.1f}): the timings will be noisy")
     start = time.perf_counter()
-    rows = []
-    tuning = args.tune_trials > 0
-    if tuning:
-        print(f"tuning: {args.tune_trials} trials per task; 'tuned ms (rules/tuned)': "
-              f"compile_tuned's latency and megtrace's (rules only) divided by it; "
-              f"'tune s': tuning time", flush=True)
-    print(header(tuning), flush=True)
     for name in models:
         for batch in batches:
             files = prepare(name, batch, work / f"{name}_b{batch}")
             for threads in thread_counts:
-                row = bench_case(name, batch, threads, files, args, pythons)
-                first = next((r for r in rows if r["model"] == name and r["batch"] == batch),
-                             None)
-                mt = row["megtrace"]
-                for key in ("flops", "build_s", "build_peak_mb", "pipeline"):
-                    row[key] = mt.get(key, first.get(key) if first else None)
-                rows.append(row)
-                print(fmt_row(row, tuning), flush=True)
-    for row in rows:
-        for rt in args.runtimes + (["tune", "tuned"] if tuning else []):
-            if "error" in row.get(rt, {}):
-                print(f"  {row['model']} b{row['batch']} t{row['threads']} {rt}: "
-                      f"{row[rt]['error']}")
-    for row in rows if tuning else []:
-        t = row.get("tune", {})
-        if "error" not in t:
-            print(f"  {row['model']} b{row['batch']} t{row['threads']} tuning: "
-                  f"{t.get('tasks')} tasks, {t.get('total_trials')} trials, "
-                  f"{t.get('kept')} records kept" + (f"; {t['note']}" if t.get("note") else ""))
-    over = run_worker(sys.executable, "worker_megtrace.py",
-                      {"mode": "overhead", "min_time": args.min_time}, max(thread_counts),
-                      args.timeout)
-    if "call_us" in over:
-        c = over["call_us"]
-        print(f"__call__ of a tiny traced MLP (64-128-64-10, batch 1), us per call: VM alone "
-              f"{c['vm']:.1f}; CompiledGraph {c['compiled_graph']:.1f}; trace "
-              f"without_host=True {c['trace_without_host']:.1f} (+"
-              f"{c['trace_without_host'] - c['vm']:.1f}); replay {c['trace_replay']:.1f} "
-              f"(+{c['trace_replay'] - c['vm']:.1f})")
-    else:
-        print(f"__call__ overhead: {over.get('error')}")
-    print(f"total {time.perf_counter() - start:.0f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "overhead": over}, indent=1,
-                                              default=str))
+                report.add(bench_case(name, batch, threads, files, args, pythons))
+    if not args.no_overhead:
+        report.overhead = run_worker(sys.executable, "worker_megtrace.py",
+                                     {"mode": "overhead", "min_time": args.min_time},
+                                     max(thread_counts), args.timeout)
+    report.seconds = time.perf_counter() - start
+    report.load = os.getloadavg()
+    report.print()
+    prefix = args.out or (args.json and str(Path(args.json).with_suffix("")))
+    if prefix:
+        report.write(Path(prefix))
     return 0
 
 

@@ -9,11 +9,14 @@
 2. per model: the default (replaying) __call__ against without_host on the SAME trace
    and compiled graph (the flag is flipped between calls), timed alternately so that
    a shared machine's noise hits both; medians and the ratio.
-Also prints the first call (trace + build) of each model. Figures, not asserts.
+Also prints the first call (trace + build) of each model, wall and CPU seconds (CPU
+time, all threads: on a shared machine the wall time is mostly waiting), and the load
+average around the run. Figures, not asserts.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -43,12 +46,12 @@ def alternate(calls: dict, rounds: int) -> dict[str, float]:
 
 
 def traced_pair(fn, x):
-    """(the trace, its default call, its without_host call, first-call seconds, ops
+    """(the trace, its default call, its without_host call, first-call (wall, CPU) seconds, ops
     recorded) for one trace of `fn`."""
     tr = trace(fn, symbolic=True, capture_as_const=True)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     tr(x)
-    first = time.perf_counter() - t0
+    first = (time.perf_counter() - t0, time.process_time() - c0)
 
     def default():
         tr._without_host = False
@@ -103,7 +106,8 @@ def model(name: str, rounds: int) -> None:
 
     t = alternate({"default": default, "without_host": bare}, rounds)
     d, w = t["default"], t["without_host"]
-    print(f"{name}: first call (trace+build) {first:.2f} s; {n} recorded ops; default "
+    print(f"{name}: first call (trace+build) {first[0]:.2f} s wall, {first[1]:.2f} s CPU; "
+          f"{n} recorded ops; default "
           f"{d * 1e3:.3f} ms, without_host {w * 1e3:.3f} ms, ratio {d / w:.3f} "
           f"(replay {(d - w) / n * 1e6:.2f} us/op)")
 
@@ -114,9 +118,11 @@ def main(argv=None) -> int:
     p.add_argument("--ops", type=int, default=400)
     p.add_argument("--rounds", type=int, default=60)
     a = p.parse_args(argv)
+    print("load average %.2f %.2f %.2f" % os.getloadavg())
     per_op(a.ops, a.rounds * 5)
     for name in filter(None, a.models.split(",")):
         model(name, a.rounds)
+    print("load average %.2f %.2f %.2f" % os.getloadavg())
     return 0
 
 

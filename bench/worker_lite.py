@@ -16,7 +16,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
-from bench_common import emit, fail, median_seconds  # noqa: E402
+from bench_common import emit, fail, median_wall_cpu  # noqa: E402
 
 
 def main(cfg: dict) -> None:
@@ -39,8 +39,9 @@ def main(cfg: dict) -> None:
     forward()
     out_name = list(net.get_all_output_name())[0]
     np.save(cfg["out"], net.get_io_tensor(out_name).to_numpy().copy())
-    secs, n = median_seconds(forward, cfg.get("min_time", 1.0))
-    emit(median_ms=secs * 1e3, iters=n, threads=net.threads_number, build_s=round(load_s, 2))
+    secs, cpu, n = median_wall_cpu(forward, cfg.get("min_time", 1.0))
+    emit(median_ms=secs * 1e3, cpu_ms=cpu * 1e3, iters=n, threads=net.threads_number,
+         build_s=round(load_s, 2))
 
 
 if __name__ == "__main__":

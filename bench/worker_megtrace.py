@@ -3,6 +3,10 @@ that TVM_NUM_THREADS, set by the coordinator before TVM loads, is the thread cou
 
     python worker_megtrace.py '{"mode": "model", "model_file": ..., ...}'
 
+mode "trace" (what bench_models.py times): the model as a user runs it, a function
+decorated with `trace(symbolic=True, capture_as_const=True)`: its default (replaying)
+`__call__` and the same function traced with `without_host=True`, timed alternately in
+rounds; the first call's seconds (record + build) too.
 mode "model": load the .mge with megtrace.load_graph, build it with compile_graph
 (or load the library an earlier run exported), time the VM on device tensors, save
 the output. mode "overhead": per-call cost of a tiny traced MLP on each call path.
@@ -20,7 +24,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
 
-from bench_common import emit, median_seconds, peak_rss_mb  # noqa: E402
+from bench_common import (emit, median_seconds, median_wall_cpu,  # noqa: E402
+                          peak_rss_mb)
 
 
 def run_model(cfg: dict) -> None:
@@ -49,6 +54,49 @@ def run_model(cfg: dict) -> None:
     np.save(cfg["out"], out)
     secs, n = median_seconds(lambda: main(arg), cfg.get("min_time", 1.0))
     emit(median_ms=secs * 1e3, iters=n, threads=t.runtime.num_threads(), **result)
+
+
+def run_trace(cfg: dict) -> None:
+    import statistics
+    import time
+
+    import megtrace as mge
+    import nets
+    from megtrace.jit import trace
+    net = nets.build(cfg["model"])
+    with np.load(cfg["state"]) as data:
+        net.load_state_dict({k: data[k] for k in data.files})
+    xt = mge.tensor(np.load(cfg["inputs"])["data"])
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(data):
+        return net(data)
+
+    @trace(symbolic=True, capture_as_const=True, without_host=True)
+    def infer_fast(data):
+        return net(data)
+
+    start = time.perf_counter()
+    out = infer(xt).numpy()
+    first_call_s = time.perf_counter() - start
+    infer_fast(xt)
+    np.save(cfg["out"], out)
+    fns = {"call": lambda: infer(xt).numpy(), "without_host": lambda: infer_fast(xt).numpy()}
+    min_time = float(cfg.get("min_time", 1.0))
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(3):              # alternate so that load changes hit both alike
+        for k, fn in fns.items():
+            w, c, _n = median_wall_cpu(fn, min_time / 3, min_iters=3)
+            wall[k].append(w)
+            cpu[k].append(c)
+    from megtrace.relay_bridge._tvm import tvm
+    emit(median_ms=statistics.median(wall["call"]) * 1e3,
+         without_host_ms=statistics.median(wall["without_host"]) * 1e3,
+         cpu_ms=statistics.median(cpu["call"]) * 1e3,
+         without_host_cpu_ms=statistics.median(cpu["without_host"]) * 1e3,
+         first_call_s=round(first_call_s, 2), flops=nets.graph_flops(infer.graph),
+         threads=tvm().runtime.num_threads())
 
 
 def run_tune(cfg: dict) -> None:
@@ -112,5 +160,5 @@ def run_overhead(cfg: dict) -> None:
 
 if __name__ == "__main__":
     config = json.loads(sys.argv[1])
-    {"overhead": run_overhead, "tune": run_tune,
+    {"overhead": run_overhead, "tune": run_tune, "trace": run_trace,
      "tuned": run_tuned}.get(config.get("mode"), run_model)(config)

@@ -63,7 +63,7 @@ KNOWN_V1 = frozenset({
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",
 })
 # sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals
-KNOWN_V1 |= {"Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
+KNOWN_V1 |= {"SVD", "Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye", "IndexingSetOneHot"}
 # random number oprs (megtrace.random)
 KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1", "GammaRNG", "PoissonRNG", "BetaRNG"}

@@ -40,6 +40,10 @@ _active = _RecorderStack()
 # as tape_hook(op, inputs, params, outputs)
 tape_hook = None
 
+# megtrace.dtr's pool while eager DTR is enabled: runs eager ops itself
+# (dtr.run(op, kwargs, inputs, arrays, device) -> outputs) to record how to recompute them
+dtr = None
+
 
 def active_recorder() -> Recorder | None:
     stack = _active.stack
@@ -97,7 +101,10 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         arrays = [t._value if t._value is not None else _traced_value(t) for t in inputs]
         op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
         device = inputs[0]._device if inputs else None     # results live where inputs do
-        outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
+        if dtr is None:
+            outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
+        else:
+            outs = dtr.run(op, kwargs, inputs, arrays, device)
     if tape_hook is not None:
         tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs

@@ -187,12 +187,15 @@ class Graph:
         return new.prune()
 
     def without_shape_inputs(self) -> "Graph":
-        """The same computation with static shapes only: nodes drop their shape inputs
-        (OpDef.shape_input; the `shape` param already states them for these input types)
-        and the shape arithmetic that fed them is pruned; every other Var is kept. What TVM
-        compiles."""
-        nodes = [Node(n.op, n.inputs[:-1], n.params, n.outputs)
-                 if n.op.has_shape_input(len(n.inputs)) else n for n in self.nodes]
+        """The same computation with static shapes only: nodes drop their run-time shape
+        and bound inputs (OpDef.shape_input, OpDef.int_inputs; the params already state
+        them for these input types) and the shape arithmetic that fed them is pruned;
+        every other Var is kept. What TVM compiles."""
+        nodes = []
+        for n in self.nodes:
+            static = len(n.inputs) - n.op.run_time_inputs(len(n.inputs), n.kwargs)
+            nodes.append(Node(n.op, n.inputs[:static], n.params, n.outputs)
+                         if static < len(n.inputs) else n)
         g = Graph(list(self.inputs), dict(self.consts), nodes, [], list(self.input_names))
         g.set_outputs(self.outputs, self.output_names)
         return g.prune()

@@ -23,6 +23,7 @@ from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
+from .parallel_build import build_threads, parallel_build
 from .pipelines import lower_graph, tuned_pipeline
 from .targets import resolve
 
@@ -159,8 +160,13 @@ def build_tuned_executable(graph: Graph, target: Any, database: Any, base: str) 
 
 
 def relax_build(tgt: Any, mod: Any, pipeline: Any) -> Any:
+    """relax.build; on llvm targets the kernels are compiled on several threads (and,
+    for this machine, their machine code made there too: see parallel_build)."""
+    threads = build_threads() if tgt.kind.name == "llvm" else 1
     try:
         with tgt, tvm().transform.PassContext(opt_level=3):
+            if threads > 1:
+                return parallel_build(mod, tgt, pipeline, threads, jit=is_host(tgt))
             return relax().build(mod, target=tgt, relax_pipeline=pipeline)
     except Exception as e:
         raise CompileError(f"TVM failed to build the graph for {tgt}: {e}") from e

@@ -41,7 +41,8 @@ def profile_run(compiled, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], d
 
     vm.set_instrument(instrument)
     t = tvm()
-    args = [t.runtime.tensor(np.ascontiguousarray(a), compiled._device) for a in arrays]
+    # np.require, not np.ascontiguousarray: that makes 0-d inputs 1-d
+    args = [t.runtime.tensor(np.require(a, requirements="C"), compiled._device) for a in arrays]
     origin = time.perf_counter()
     result = vm["main"](*args)
     outputs = [r.numpy() for r in result]

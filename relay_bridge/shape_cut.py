@@ -92,13 +92,14 @@ def _follows_run_time_shape(node: Node) -> bool:
 def split(graph: Graph) -> tuple[Graph, ShapeCut | None]:
     """(the core graph TVM may optimize, the cut to stitch back), or (graph, None) when the
     graph has no shape inputs."""
-    shaped = [n for n in graph.nodes if n.op.has_shape_input(len(n.inputs))
+    shaped = [n for n in graph.nodes if n.op.has_shape_input(len(n.inputs), n.kwargs)
               or _follows_run_time_shape(n)]
     if not shaped:
         return graph, None
     producer, shape_of = graph.producers(), get("shape_of")
     arithmetic: set[Node] = set()
-    stack = [n.inputs[-1] for n in shaped if n.op.has_shape_input(len(n.inputs))]
+    stack = [v for n in shaped
+             for v in n.inputs[len(n.inputs) - n.op.run_time_inputs(len(n.inputs), n.kwargs):]]
     while stack:
         node = producer.get(stack.pop())
         if node is None or node in arithmetic:

@@ -1,8 +1,10 @@
-"""End-to-end eager training against real MegEngine 1.13: GradManager + SGD(momentum) /
-Adam for 100 steps on an MLP and a small CNN (conv, BatchNorm in training mode, max
-pool, linear, cross-entropy); every step's loss and the final weights and BatchNorm
-statistics within 1e-4 of MegEngine's (tests/data/make_megengine_training.py, models
-and data in tests/data/training_cases.py); two of the runs traced too."""
+"""End-to-end training against real MegEngine 1.13: GradManager + SGD(momentum) /
+Adam / AdamW for 100 steps on an MLP, a small CNN (conv, BatchNorm in training mode, max
+pool, linear, cross-entropy) and a transformer encoder block (multi-head self-attention
+with batched matmul and softmax, LayerNorm, GELU MLP, residuals); every step's loss and
+the final weights and BatchNorm statistics within 1e-4 of MegEngine's
+(tests/data/make_megengine_training.py, models and data in tests/data/training_cases.py);
+eager, and most runs traced too."""
 import numpy as np
 import pytest
 from conftest import TESTS, rel_err
@@ -58,7 +60,9 @@ def test_training_matches_megengine(case, kind, opt_name, kwargs):
     check(case, *train(kind, opt_name, kwargs))
 
 
-@pytest.mark.parametrize("case,symbolic", [("mlp_adam", False), ("cnn_sgd", True)])
+@pytest.mark.parametrize("case,symbolic", [
+    ("mlp_adam", False), ("cnn_sgd", True),
+    ("transformer_adam", True), ("transformer_adamw", False), ("transformer_sgd", True)])
 def test_traced_training_matches_megengine(case, symbolic):
     """The same training with each step a compiled `trace` call (GradManager, optimizer
     and in-place parameter updates inside the traced function)."""

@@ -24,11 +24,7 @@ MISSING: dict[str, str] = {}
 MISSING_IN_LITE: dict[str, str] = {}
 # Families whose optimized dump still has more oprs than the unoptimized one (strict
 # xfail: delete the line when fixed).
-BIGGER_WHEN_OPTIMIZED = {
-    "dcgan_generator": "a BatchNorm after a transposed convolution is not folded into the "
-                       "deconvolution's weights: TVM decomposes it into SUB/DIV/MUL/ADD "
-                       "Elemwise oprs (39 oprs optimized vs 37 unoptimized)",
-}
+BIGGER_WHEN_OPTIMIZED: dict[str, str] = {}
 
 
 def _params(names, *missing):

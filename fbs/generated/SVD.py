@@ -24,11 +24,37 @@ class SVD(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # SVD
+    def FullMatrices(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # SVD
+    def ComputeUv(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
 def SVDStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(2)
 
 def Start(builder):
     SVDStart(builder)
+
+def SVDAddFullMatrices(builder, fullMatrices):
+    builder.PrependBoolSlot(0, fullMatrices, 0)
+
+def AddFullMatrices(builder, fullMatrices):
+    SVDAddFullMatrices(builder, fullMatrices)
+
+def SVDAddComputeUv(builder, computeUv):
+    builder.PrependBoolSlot(1, computeUv, 1)
+
+def AddComputeUv(builder, computeUv):
+    SVDAddComputeUv(builder, computeUv)
 
 def SVDEnd(builder):
     return builder.EndObject()

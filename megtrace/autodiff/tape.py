@@ -181,6 +181,8 @@ def _op_backward(op: OpDef, params: dict, saved: list):
 def _snapshot(t):
     copy = type(t)._wrap(t._value, t._var, t._owner, t._device)
     copy._ad = t._ad
+    if dispatch.dtr is not None:
+        dispatch.dtr.share(t, copy)      # evicted and recomputed with t (eager DTR)
     return copy
 
 

@@ -3,8 +3,11 @@
 Inference mode is one BatchNorm opr. Training mode normalizes with the batch statistics,
 composed of reductions and elementwise ops so that it traces and compiles like any
 other code; with `inplace`, the running statistics are then updated (momentum weights
-the old value; the variance is the unbiased one). Inside a trace the new statistics are
-read back as values of the traced graph, so every replay updates them as well.
+the old value; the variance is the unbiased one). Inside a trace the running statistics
+are assigned traced values, like parameters an optimizer updates: the compiled graph
+computes them and every replay assigns them again, without reading a value mid-step
+(which would make each replay evaluate the forward pass before the compiled graph can
+run).
 """
 from __future__ import annotations
 
@@ -95,8 +98,13 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     note_undumpable(_TRAINING_BN)
     for target, new in ((running_mean, new_mean), (running_var, new_var)):
         if target is not None:
-            target._set_value(new.numpy().reshape(target.shape))
+            _update_running(target, new)
     return y
+
+
+def _update_running(target: Tensor, new: Tensor) -> None:
+    """`target` (a running statistic) holds `new` from now on, with no gradient history."""
+    target._reset(reshape(new, tuple(target.shape)).detach())
 
 
 def sync_batch_norm(inp: Tensor, running_mean: Tensor, running_var: Tensor,
@@ -135,6 +143,5 @@ def sync_batch_norm(inp: Tensor, running_mean: Tensor, running_var: Tensor,
         unbiased = mul(var, n / (n - 1) if n > 1 else float("inf"))
         for target, new in ((running_mean, mean), (running_var, unbiased)):
             old = _stat_4d(target, c, 0.0, inp.dtype)
-            target._set_value(add(mul(old, momentum), mul(new, 1 - momentum))
-                              .numpy().reshape(target.shape))
+            _update_running(target, add(mul(old, momentum), mul(new, 1 - momentum)))
     return y

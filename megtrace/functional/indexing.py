@@ -20,6 +20,7 @@ from ..dispatch import active_recorder, apply
 from ..errors import ShapeError
 from ..ir import TensorType
 from ..ops import get as get_op
+from ..symbolic import SymInt
 from ..tensor import Tensor
 
 
@@ -60,7 +61,7 @@ def _convert(item):
     if item is None or item is Ellipsis or isinstance(item, (Tensor, slice, bool, np.bool_)):
         return bool(item) if isinstance(item, np.bool_) else item
     if isinstance(item, (int, np.integer)):
-        return int(item)
+        return item if isinstance(item, SymInt) else int(item)   # a traced dim stays one
     if isinstance(item, (list, tuple, np.ndarray)):
         arr = np.asarray(item)
         if arr.dtype == np.bool_:
@@ -203,7 +204,9 @@ def _plan(x: Tensor, index) -> _Plan:
 
 
 def _int_or_none(v):
-    return None if v is None else int(v)
+    """A slice bound as an int; a traced dim (SymInt) stays one, so that the trace records
+    how it was computed and a dump computes it at run time."""
+    return v if v is None or isinstance(v, SymInt) else int(v)
 
 
 # -- getitem / setitem -----------------------------------------------------------------------

@@ -142,8 +142,12 @@ def weak(t) -> Any:
     return weakref.ref(t)
 
 
-def materialize(t, value) -> None:
+def materialize(t, value, fresh: bool = False) -> None:
     """An outside tensor the traced function assigned becomes a plain tensor holding the
-    value the trace computed for it (MegEngine: the parameter after the step)."""
-    t._value, t._var, t._owner = np.array(value), None, None
+    value the trace computed for it (MegEngine: the parameter after the step). `fresh`:
+    `value` is an output of this call's compiled run, taken without a copy (tensor values
+    are never written in place; a training step assigns every parameter and optimizer
+    slot, and copying them again cost as much as the copy out of the VM)."""
+    t._value = np.asarray(value) if fresh and isinstance(value, np.ndarray) else np.array(value)
+    t._var, t._owner = None, None
     t._version += 1

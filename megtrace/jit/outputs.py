@@ -4,18 +4,23 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TraceError
-from ..symbolic import SymInt
+from ..symbolic import SymInt, SymShape
 from ..tensor import Tensor
 
 
 def shape_elements_as_tensors(result: Any) -> Any:
-    """Shape elements a traced function returns (`return y.shape[0]`) as 0-d int32
-    Tensors computed by the graph: in a MegEngine trace a shape is a Tensor, so its
-    element is one. Call while the trace records or replays."""
+    """Shapes and shape elements a traced function returns (`return y.shape`,
+    `return y.shape[0]`) as int32 Tensors computed by the graph: in a MegEngine trace a
+    shape is a Tensor, so it and its elements are written as GetVarShape (and Subtensor)
+    and follow the input shapes. Call while the trace records or replays."""
     def convert(item):
+        if isinstance(item, SymShape):
+            return Tensor(item, dtype="int32")
         if isinstance(item, SymInt):
             return Tensor([item], dtype="int32")[0]
         return item
+    if isinstance(result, SymShape):
+        return convert(result)
     if isinstance(result, (list, tuple)):
         return type(result)(convert(r) for r in result)
     if isinstance(result, dict):

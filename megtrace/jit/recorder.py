@@ -149,6 +149,10 @@ class TraceRecorder:
         shape = params.get("shape") if op.shape_input else None
         if shape is not None and any(self._ours(d) for d in shape):
             node_inputs.append(self._shape_value(shape))
+        elif op.int_inputs is not None:
+            ints = op.int_inputs({**op.params, **params})
+            if any(self._ours(v) for v in ints):       # x[:x.shape[0] - 1]
+                node_inputs += [self._int_value(v) for v in ints]
         params = plain(params)
         values = out_types = None
         if op.value_shaped:     # its shapes depend on the values: compute them now
@@ -211,6 +215,9 @@ class TraceRecorder:
         whole = _whole_vector(shape)
         if whole is not None and whole in self._shape_derived and whole.type.dtype == "int32":
             return whole
+        of = _whole_shape_of(shape)
+        if of is not None and of in self._dims:      # x.shape itself: one GetVarShape
+            return self._shape_of(of)
         parts = [self._int_value(d) for d in shape]
         return self.graph.add_node(get("make_shape"), parts, {}, "shape")[0]
 
@@ -228,12 +235,9 @@ class TraceRecorder:
             if out.type.dtype != "int32":
                 (out,) = g.add_node(get("astype"), [out], {"dtype": "int32"}, "dim")
         elif expr[0] == "dim":
-            var, axis = expr[1], expr[2]
-            if var not in self._shape_vars:
-                self._shape_vars[var] = g.add_node(get("shape_of"), [var], {}, "shape_of")[0]
-            index = ((0, None, None, None, axis),)
-            (out,) = g.add_node(get("subtensor"), [self._shape_vars[var]], {"index": index},
-                                "dim")
+            index = ((0, None, None, None, expr[2]),)
+            (out,) = g.add_node(get("subtensor"), [self._shape_of(expr[1])],
+                                {"index": index}, "dim")
         elif expr[0] == "neg":
             (out,) = g.add_node(get("neg"), [self._int_value(expr[1])], {}, "dim")
         else:
@@ -241,6 +245,13 @@ class TraceRecorder:
             (out,) = g.add_node(get(ARITHMETIC[expr[0]][1]), operands, {}, "dim")
         self._int_vars[id(d)] = (d, out)      # keeps d alive, so its id stays unique
         return out
+
+    def _shape_of(self, var: Var) -> Var:
+        """The shape_of node of `var` (one per value)."""
+        if var not in self._shape_vars:
+            self._shape_vars[var] = self.graph.add_node(get("shape_of"), [var], {},
+                                                        "shape_of")[0]
+        return self._shape_vars[var]
 
     def _value_of(self, var: Var) -> np.ndarray:
         if var in self.graph.consts:
@@ -284,4 +295,15 @@ def _whole_vector(shape) -> Var | None:
     var = exprs[0][1]
     ok = var.type.shape == (len(exprs),) and all(e[1] is var and e[2] == i
                                                   for i, e in enumerate(exprs))
+    return var if ok else None
+
+
+def _whole_shape_of(shape) -> Var | None:
+    """The value whose dims, all of them in order, `shape` is (else None)."""
+    exprs = [d.expr if isinstance(d, SymInt) else None for d in shape]
+    if not exprs or any(e is None or e[0] != "dim" for e in exprs):
+        return None
+    var = exprs[0][1]
+    ok = var.type.ndim == len(exprs) and all(e[1] is var and e[2] == i
+                                               for i, e in enumerate(exprs))
     return var if ok else None

@@ -277,9 +277,10 @@ class Replayer:
                     "while tracing, so the compiled graph does not keep it")
             else:
                 values.append(self.read_value(t))
+        compiled = self._results or {}
         for t in self._assigned.values():
             if t._owner is self:
-                materialize(t, self.read_value(t))
+                materialize(t, self.read_value(t), fresh=t._var in compiled)
         return values
 
 

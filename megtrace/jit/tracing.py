@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import os
 import threading
-import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +25,7 @@ from .entry import TraceEntry, materialize
 from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
 from .replay import Replayer
+from .sublinear import checkpoint_graph, plan_for_dtr
 
 
 
@@ -54,6 +54,11 @@ class trace:
       NumPy interpreter.
     - `graph_opt_config`: jit_fuse_dimshuffle / jit_fuse_reduce allow or forbid fusing
       transposes and reductions into neighbouring kernels (None: opt_level decides).
+    - `sublinear_memory_config` (SublinearMemoryConfig): gradient checkpointing of a traced
+      training step; forward values the backward pass reads late are dropped and
+      recomputed before it, as a search over block splits chose (jit/sublinear.py).
+      `dtr_config` (DTRConfig): the same planner, aiming under its eviction_threshold
+      (a compiled graph's memory is planned ahead; eager DTR is `megtrace.dtr`).
     - `profiling`: `get_profile()` gives per-kernel timings of the last compiled run.
     - `target` (megtrace's own): None for the inputs' device (this CPU), a preset name
       from `relay_bridge.PRESETS`, or a TVM target dict.
@@ -76,13 +81,6 @@ class trace:
         _check_type("graph_opt_config", graph_opt_config, GraphOptimizationConfig)
         if not isinstance(opt_level, int) or not -3 <= opt_level <= 3:
             raise ValueError(f"trace: opt_level must be an int in [-3, 3]; got {opt_level!r}")
-        for name, value in (("sublinear_memory_config", sublinear_memory_config),
-                            ("dtr_config", dtr_config)):
-            if value is not None:
-                warnings.warn(f"trace: {name} configures MegEngine's training-memory "
-                              "optimization; megtrace's compiled graphs keep every value (no "
-                              f"recomputation), so it is recorded (trace.{name}) but changes "
-                              "nothing", stacklevel=2)
         functools.update_wrapper(self, function)
         self.__wrapped__ = function
         self._symbolic = symbolic or record_only
@@ -268,7 +266,7 @@ class trace:
                 if entry.compiled is None:
                     # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
                     from megtrace.relay_bridge import compile_graph
-                    graph = entry.exec_graph()
+                    graph = self._memory_plan(entry.exec_graph())
                     target = self._target if self._target is not None else entry.target
                     entry.compiled = (graph, compile_graph(graph, target,
                                                            options=self._build_options()))
@@ -286,6 +284,15 @@ class trace:
             _check_against_interpreter(graph, arrays, values)
             self._checked = True
         return dict(zip(entry.exec_outputs, values))
+
+    def _memory_plan(self, graph: Graph) -> Graph:
+        """The graph with the recomputation sublinear_memory_config or dtr_config asks
+        for (sublinear.py); as it is without either."""
+        if self.sublinear_memory_config is not None:
+            return checkpoint_graph(graph, self.sublinear_memory_config)
+        if self.dtr_config is not None:
+            return plan_for_dtr(graph, self.dtr_config)
+        return graph
 
     @property
     def build_options(self):

@@ -22,7 +22,7 @@ from ..ir import TensorType
 from ._rules import broadcast_shapes, norm_axis
 from .grad_tensor import set_subtensor_vjp
 from .registry import MgeComposite, MgeOpr, OpDef, register
-from .shape import _index_tuple, relax_slice
+from .shape import _index_tuple, check_bound_inputs, index_inputs, relax_slice, subtensor_bounds
 
 INDEXING = MgeOpr("IndexingMultiAxisVec", "IndexDescMaskDump")
 INDEXING_SET = MgeOpr("IndexingSetMultiAxisVec", "IndexDescMaskDump")
@@ -82,11 +82,30 @@ def _check(name: str, x, idx, slices, axes) -> tuple[tuple[int, ...], tuple[int,
     return sliced, _result_shape(sliced, axes, index_shape)
 
 
-def _get_infer(x, *idx, slices, axes):
+def _slice_bounds(p) -> list:
+    """The given slice bounds (start, stop, step, slice by slice): what run-time bound
+    inputs after the index tensors stand for (OpDef.int_inputs)."""
+    return [v for row in p["slices"] for v in row[1:] if v is not None]
+
+
+def _split(name: str, rest, slices, axes) -> tuple[tuple, tuple]:
+    """The inputs after x (and v): (index tensors, run-time slice bounds)."""
+    idx, bounds = tuple(rest[:len(axes)]), tuple(rest[len(axes):])
+    want = len(_slice_bounds({"slices": slices}))
+    if bounds and (len(bounds) != want or
+                   any(b.dtype != "int32" or b.ndim != 0 for b in bounds)):
+        raise ShapeError(f"{name}: run-time bounds must be {want} int32 scalars for slices "
+                         f"{slices}; got {list(bounds)}")
+    return idx, bounds
+
+
+def _get_infer(x, *rest, slices, axes):
+    idx, _ = _split("indexing_multi_axis_vec", rest, slices, axes)
     return TensorType(_check("indexing_multi_axis_vec", x, idx, slices, axes)[1], x.dtype)
 
 
-def _set_infer(x, v, *idx, slices, axes):
+def _set_infer(x, v, *rest, slices, axes):
+    idx, _ = _split("indexing_set_multi_axis_vec", rest, slices, axes)
     _, shape = _check("indexing_set_multi_axis_vec", x, idx, slices, axes)
     if v.dtype != x.dtype:
         raise DTypeError(f"indexing_set_multi_axis_vec: value {v} must have the dtype of {x}")
@@ -104,12 +123,14 @@ def _vector_key(ndim: int, idx, axes) -> tuple:
     return tuple(key)
 
 
-def _get_eager(x, *idx, slices, axes):
+def _get_eager(x, *rest, slices, axes):
+    idx = rest[:len(axes)]
     sub = x[_slice_key(x.ndim, slices)]
     return np.array(sub[_vector_key(x.ndim, idx, axes)])
 
 
-def _set_eager(x, v, *idx, slices, axes):
+def _set_eager(x, v, *rest, slices, axes):
+    idx = rest[:len(axes)]
     out = np.array(x)
     view = out[_slice_key(x.ndim, slices)]     # basic slicing: a view into `out`
     view[_vector_key(x.ndim, idx, axes)] = v
@@ -155,8 +176,9 @@ def _gather(L, x, x_type: TensorType, idx, idx_types, slices, axes):
     return out
 
 
-def _get_lower(L, x, *idx, slices, axes):
-    return _gather(L, x, L.types[0], idx, L.types[1:], slices, axes)
+def _get_lower(L, x, *rest, slices, axes):
+    n = len(axes)
+    return _gather(L, x, L.types[0], rest[:n], L.types[1:1 + n], slices, axes)
 
 
 def _scatter(L, x, x_type: TensorType, positions, v):
@@ -169,13 +191,14 @@ def _scatter(L, x, x_type: TensorType, positions, v):
     return R.reshape(out, list(x_type.shape))
 
 
-def _set_lower(L, x, v, *idx, slices, axes):
+def _set_lower(L, x, v, *rest, slices, axes):
+    idx = rest[:len(axes)]
     x_type, v_type = L.types[0], L.types[1]
     if v_type.size == 0:
         return _unchanged(L, x)
     grid = L.const(np.arange(x_type.size).reshape(x_type.shape), "int32")
-    positions = _gather(L, grid, TensorType(x_type.shape, "int32"), idx, L.types[2:], slices,
-                        axes)
+    positions = _gather(L, grid, TensorType(x_type.shape, "int32"), idx,
+                        L.types[2:2 + len(idx)], slices, axes)
     return _scatter(L, x, x_type, positions, v)
 
 
@@ -198,10 +221,16 @@ def _emit_items(em, rows: list[tuple[int, dict]], const_of):
     return items, inputs
 
 
-def _vec_rows(p, idx_inputs):
-    rows = [(axis, {"begin": start, "end": stop, "step": step})
-            for axis, start, stop, step in p["slices"]]
-    rows += [(axis, {"idx": ("input", i)}) for axis, i in zip(p["axes"], idx_inputs)]
+def _vec_rows(p, rest):
+    """Slice rows (their bounds as the run-time bound inputs after the index tensors
+    when the node has them, as MegEngine writes `x[:x.shape[0] - 1, [0, 2]]`) and one
+    row per index tensor."""
+    n = len(p["axes"])
+    bounds = [("input", b) for b in rest[n:]]
+    rows = [(axis, {k: (bounds.pop(0) if bounds else v) if v is not None else None
+                    for k, v in zip(("begin", "end", "step"), values)})
+            for axis, *values in p["slices"]]
+    rows += [(axis, {"idx": ("input", i)}) for axis, i in zip(p["axes"], rest[:n])]
     return rows
 
 
@@ -226,16 +255,16 @@ def _set_emit(em, types, p, inputs):
 # -- gradients (MegEngine: IndexingIncrMultiAxisVec / IndexingMultiAxisVec) ----------------
 def _get_vjp(V, inputs, outputs, grads, *, slices, axes):
     """Each read element's gradient is added back where it was read (repeats add up)."""
-    x, idx = inputs[0], inputs[1:]
+    x, idx = inputs[0], inputs[1:1 + len(axes)]
     gx = V.apply("indexing_incr_multi_axis_vec", V.zeros_like(x), grads[0], *idx,
                  slices=slices, axes=axes)
-    return (gx,) + (None,) * len(idx)
+    return (gx,) + (None,) * (len(inputs) - 1)
 
 
 def _set_vjp(V, inputs, outputs, grads, *, slices, axes):
     """The overwritten elements of x get no gradient; v gets what reached them (of values
     written to one element twice, only the one that stayed)."""
-    x, v, idx = inputs[0], inputs[1], inputs[2:]
+    x, v, idx = inputs[0], inputs[1], inputs[2:2 + len(axes)]
     g = grads[0]
     index = {"slices": slices, "axes": axes}
     gx = V.apply("indexing_set_multi_axis_vec", g, V.zeros_like(v), *idx, **index) \
@@ -249,13 +278,15 @@ def _set_vjp(V, inputs, outputs, grads, *, slices, axes):
                        V.apply("indexing_set_multi_axis_vec", board, ids, *idx, **index),
                        *idx, **index)
         gv = V.select(V.apply("eq", kept, ids), gv)
-    return (gx, gv) + (None,) * len(idx)
+    return (gx, gv) + (None,) * (len(inputs) - 2)
 
 
 register(OpDef("indexing_multi_axis_vec", params={"slices": (), "axes": ()},
+               int_inputs=_slice_bounds, fixed_inputs=lambda p: 1 + len(p["axes"]),
                eager=_get_eager, infer=_get_infer, lower=_get_lower,
                mge=MgeComposite(_get_emit), opaque_in_optimize=True, vjp=_get_vjp))
 register(OpDef("indexing_set_multi_axis_vec", params={"slices": (), "axes": ()},
+               int_inputs=_slice_bounds, fixed_inputs=lambda p: 2 + len(p["axes"]),
                eager=_set_eager, infer=_set_infer, lower=_set_lower,
                mge=MgeComposite(_set_emit), opaque_in_optimize=True, vjp=_set_vjp))
 
@@ -266,7 +297,8 @@ def _subtensor_shape(x: TensorType, index) -> tuple[int, ...]:
     return _subtensor_infer(x, index=index).shape
 
 
-def _set_subtensor_infer(x, v, *, index):
+def _set_subtensor_infer(x, v, *bounds, index):
+    check_bound_inputs("set_subtensor", index, bounds)
     shape = _subtensor_shape(x, index)
     if v.dtype != x.dtype:
         raise DTypeError(f"set_subtensor: value {v} must have the dtype of {x}")
@@ -275,13 +307,13 @@ def _set_subtensor_infer(x, v, *, index):
     return x
 
 
-def _set_subtensor_eager(x, v, *, index):
+def _set_subtensor_eager(x, v, *bounds, index):
     out = np.array(x)
     out[_index_tuple(x.ndim, index)] = v
     return out
 
 
-def _set_subtensor_lower(L, x, v, *, index):
+def _set_subtensor_lower(L, x, v, *bounds, index):
     x_type = L.types[0]
     if L.types[1].size == 0:
         return _unchanged(L, x)
@@ -290,13 +322,13 @@ def _set_subtensor_lower(L, x, v, *, index):
 
 
 def _set_subtensor_emit(em, types, p, inputs):
-    rows = [(axis, {"begin": start, "end": stop, "step": step, "idx": idx})
-            for axis, start, stop, step, idx in p["index"]]
-    items, extra = _emit_items(em, rows, _const_or_input(em))
+    rows = index_inputs(em, p["index"], inputs[2:])
+    items, extra = _emit_items(em, rows, lambda input_id: input_id)
     return em.opr(SET_SUBTENSOR, {"items": items}, [inputs[0], inputs[1], *extra])
 
 
-register(OpDef("set_subtensor", params={"index": ()}, eager=_set_subtensor_eager,
+register(OpDef("set_subtensor", params={"index": ()}, int_inputs=subtensor_bounds,
+               eager=_set_subtensor_eager,
                infer=_set_subtensor_infer, lower=_set_subtensor_lower,
                mge=MgeComposite(_set_subtensor_emit), opaque_in_optimize=True,
                vjp=set_subtensor_vjp))

@@ -66,14 +66,15 @@ def concat_vjp(V, inputs, outputs, grads, *, axis):
 
 
 def subtensor_vjp(V, inputs, outputs, grads, *, index):
-    (x,), (g,) = inputs, grads
-    return (V.apply("set_subtensor", V.zeros_like(x), g, index=index),)
+    x, g = inputs[0], grads[0]
+    return (V.apply("set_subtensor", V.zeros_like(x), g, index=index),) + \
+        (None,) * (len(inputs) - 1)
 
 
 def set_subtensor_vjp(V, inputs, outputs, grads, *, index):
-    (x, v), (g,) = inputs, grads
+    (x, v), g = inputs[:2], grads[0]
     gx = V.apply("set_subtensor", g, V.zeros_like(v), index=index)
-    return gx, V.apply("subtensor", g, index=index)
+    return (gx, V.apply("subtensor", g, index=index)) + (None,) * (len(inputs) - 2)
 
 
 def identity_vjp(V, inputs, outputs, grads, **_):

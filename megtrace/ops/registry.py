@@ -114,6 +114,14 @@ class OpDef:
     # `shape` param at run time (a traced shape expression, see megtrace/symbolic.py).
     # The param stays the truth for the type rule and TVM; the writer writes the input.
     shape_input: bool = False
+    # May take trailing 0-d int32 inputs that compute int params at run time (a slice
+    # bound from a traced dim, `x[:x.shape[0] - 1]`): given the params, the values those
+    # inputs stand for, in input order. As with shape_input, the params stay the truth
+    # for the type rule, eager and TVM; the writer writes the inputs.
+    int_inputs: Callable[[Mapping[str, Any]], list] | None = None
+    # how many tensor inputs come before those int inputs, where the shape rule's arity
+    # does not say (indexing_multi_axis_vec: x and one index tensor per indexed axis)
+    fixed_inputs: Callable[[Mapping[str, Any]], int] | None = None
     # optimize_for_inference passes the op through TVM's passes as an opaque call, for
     # lowerings (scatter, flat gathers) that would not come back as the op they were.
     opaque_in_optimize: bool = False
@@ -153,9 +161,20 @@ class OpDef:
         out = self.infer(*types, **kwargs)
         return out if isinstance(out, tuple) else (out,)
 
-    def has_shape_input(self, n_inputs: int) -> bool:
-        """Whether a node of this op with `n_inputs` inputs carries a shape input (last)."""
-        return self.shape_input and n_inputs > _arity(self.infer)[0]
+    def has_shape_input(self, n_inputs: int, params: Mapping[str, Any]) -> bool:
+        """Whether a node of this op with `n_inputs` inputs carries run-time shape inputs."""
+        return self.run_time_inputs(n_inputs, params) > 0
+
+    def run_time_inputs(self, n_inputs: int, params: Mapping[str, Any]) -> int:
+        """How many trailing inputs of a node of this op with `n_inputs` inputs and these
+        params compute its params at run time (shape_input: the shape vector; int_inputs:
+        every input past the fixed ones)."""
+        fixed = self.fixed_inputs(params) if self.fixed_inputs is not None else \
+            _arity(self.infer)[0]
+        extra = max(n_inputs - fixed, 0)
+        if self.shape_input:
+            return min(extra, 1)
+        return extra if self.int_inputs is not None else 0
 
     def run_eager(self, arrays: Sequence[np.ndarray], kwargs: dict) -> tuple[np.ndarray, ...]:
         out = self.eager(*arrays, **kwargs)

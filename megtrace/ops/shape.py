@@ -148,9 +148,25 @@ def _index_tuple(ndim: int, index) -> tuple:
     return tuple(key)
 
 
-def _subtensor_infer(x, *, index):
+def subtensor_bounds(p) -> list:
+    """The given bounds of the index rows (start, stop, step, idx, row by row): what
+    run-time bound inputs stand for (OpDef.int_inputs)."""
+    return [v for row in p["index"] for v in row[1:] if v is not None]
+
+
+def check_bound_inputs(op: str, index, bounds) -> None:
+    """The optional run-time bounds (OpDef.int_inputs) are one int32 scalar per bound."""
+    want = len(subtensor_bounds({"index": index}))
+    if bounds and (len(bounds) != want or
+                   any(b.dtype != "int32" or b.ndim != 0 for b in bounds)):
+        raise ShapeError(f"{op}: run-time bounds must be {want} int32 scalars for index "
+                         f"{index}; got {list(bounds)}")
+
+
+def _subtensor_infer(x, *bounds, index):
     for row in index:
         norm_axis("subtensor", row[0], max(x.ndim, 1))
+    check_bound_inputs("subtensor", index, bounds)
     try:
         return TensorType(_dummy(x)[_index_tuple(x.ndim, index)].shape, x.dtype)
     except IndexError as e:
@@ -164,7 +180,7 @@ def relax_slice(sl: slice, size: int) -> tuple[int, int, int]:
     return b, (-size - 1 if e < 0 else e), s
 
 
-def _subtensor_lower(L, x, *, index):
+def _subtensor_lower(L, x, *bounds, index):
     R, t = L.R, L.types[0]
     axes, begin, end, strides = [], [], [], []
     for axis, start, stop, step, idx in index:
@@ -175,20 +191,33 @@ def _subtensor_lower(L, x, *, index):
     return R.reshape(L.normalize(R.strided_slice(x, axes, begin, end, strides)), L.out.shape)
 
 
+def index_inputs(em, index, run_time: list[int]) -> list[tuple[int, dict[str, int]]]:
+    """Each index row as (axis, {"begin"/"end"/"step"/"idx": input id}) for the bounds it
+    gives: the node's run-time bound inputs (OpDef.int_inputs) when it has them (bounds
+    computed from traced dims, as MegEngine writes `x[:x.shape[0] - 1]`), else Int32
+    constants."""
+    run_time = list(run_time)
+    rows = []
+    for axis, *values in index:
+        rows.append((axis, {k: run_time.pop(0) if run_time else em.const(np.array([v], np.int32))
+                            for k, v in zip(("begin", "end", "step", "idx"), values)
+                            if v is not None}))
+    return rows
+
+
 def _subtensor_emit(em, types, p, inputs):
-    """Index values become Int32 constants, consumed item by item (begin, end, step, idx);
-    items in descending axis order, as MegEngine writes them."""
+    """Index values are Int32 inputs, consumed item by item (begin, end, step, idx); items
+    in descending axis order, as MegEngine writes them."""
     items, extra = [], []
-    for axis, start, stop, step, idx in sorted(p["index"], key=lambda row: -row[0]):
-        flags = {"begin": start, "end": stop, "step": step, "idx": idx}
-        items.append({"axis": axis, **{k: v is not None for k, v in flags.items()}})
-        extra += [em.const(np.array([v], np.int32)) for v in flags.values() if v is not None]
+    for axis, given in sorted(index_inputs(em, p["index"], inputs[1:]), key=lambda r: -r[0]):
+        items.append({"axis": axis, **{k: k in given for k in ("begin", "end", "step", "idx")}})
+        extra += given.values()
     return em.opr(SUBTENSOR, {"items": items}, [inputs[0], *extra])
 
 
 register(OpDef(
-    "subtensor", params={"index": ()},
-    eager=lambda x, *, index: np.array(x[_index_tuple(x.ndim, index)]),
+    "subtensor", params={"index": ()}, int_inputs=subtensor_bounds,
+    eager=lambda x, *bounds, index: np.array(x[_index_tuple(x.ndim, index)]),
     infer=_subtensor_infer, lower=_subtensor_lower, mge=MgeComposite(_subtensor_emit),
     vjp=subtensor_vjp,
 ))

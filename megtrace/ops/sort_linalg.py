@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, UnsupportedOpError
 from ..ir import TensorType
 from ._rules import same_dtype
 from .grad_tensor import dot_vjp
@@ -180,9 +180,29 @@ def _svd_eager(x, *, full_matrices):
     return u.astype(x.dtype), s.astype(x.dtype), vh.astype(x.dtype)
 
 
-# Relax has no SVD: compiled graphs holding it run on the NumPy interpreter; it is not
-# written to .mge files
-# either: the SVD param table in our copy of MegEngine's schema has no fields.
+# Relax has no SVD: compiled graphs holding it run on the NumPy interpreter.
+SVD = MgeOpr("SVD", "SVD", fields=lambda p: {"full_matrices": p["full_matrices"],
+                                             "compute_uv": True},
+             decode=lambda f: {"full_matrices": bool(f["full_matrices"])}, outputs=3,
+             results=(0, 1, 2))
+
+
+def _svd_emit(em, types, p, inputs):
+    """MegEngine's SVD opr (outputs U, S, Vh). Its CPU kernels compute the reduced
+    factors only, so a file with full_matrices could not run in MegEngine (Lite)."""
+    if p["full_matrices"]:
+        raise UnsupportedOpError(
+            "svd(full_matrices=True) cannot be written: MegEngine 1.13's CPU SVD refuses "
+            "it (\"Computing full singular vectors is not supported in naive "
+            "implementation.\")")
+    return em.opr_all(SVD, SVD.fields_for(p), inputs)
+
+
+def _read_svd(g, opr, ins, _types):
+    fields = opr.params[0][1] if opr.params else {}
+    return list(g.add_node(get("svd"), ins, SVD.decode(fields)))
+
+
 def _svd_vjp(V, inputs, outputs, grads, *, full_matrices):
     """MegEngine's SVD rule (Townsend's formula for A = U diag(s) Vh, thin factors):
     gA = U [F o (U^T gU - gU^T U) S + diag(gs) + S F o (V^T gV - gV^T V)] Vh
@@ -230,4 +250,5 @@ def _svd_vjp(V, inputs, outputs, grads, *, full_matrices):
 
 
 register(OpDef("svd", params={"full_matrices": False}, eager=_svd_eager, infer=_svd_infer,
-               interpreted=True, vjp=_svd_vjp))
+               interpreted=True, mge=MgeComposite(_svd_emit), mge_read={"SVD": _read_svd},
+               vjp=_svd_vjp))

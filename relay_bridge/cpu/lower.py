@@ -31,6 +31,7 @@ from .epilogue import Epilogue, blocked_output
 from .plan import F32, Group, elementwise_steps, find_groups
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
+from . import winograd
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,9 @@ class _CpuLowering:
         self.plain: dict[Var, Any] = {}
         self.blocked: dict[Var, Any] = {}
         self.used: list[str] = []
+        # scheduled kernels by what makes them differ: a network repeats layers of one
+        # shape (ResNet-18: 20 convolutions, 15 kernels), each made and scheduled once
+        self.kernels: dict[tuple, Any] = {}
         groups = find_groups(graph)
         self.group_at = {g.nodes[-1]: g for g in groups}
         self.absorbed = {n for g in groups for n in g.nodes[:-1]}
@@ -144,11 +148,12 @@ class _CpuLowering:
 
     # -- anchors ------------------------------------------------------------------------
     def _group(self, group: Group) -> None:
-        {"conv": self._conv, "depthwise": self._conv, "dense": self._dense,
-         "matmul": self._matmul}[group.kind](group)
-        self.used.append(group.kind)
+        rule = {"conv": self._conv, "depthwise": self._conv, "dense": self._dense,
+                "matmul": self._matmul}[group.kind](group)
+        self.used.append(rule or group.kind)
 
-    def _conv(self, group: Group) -> None:
+    def _conv(self, group: Group) -> str | None:
+        """Emits the conv; returns "winograd" when that rule computes it."""
         node, consts = group.anchor, self.graph.consts
         x, w = node.inputs[:2]                   # conv_bias's bias is in the epilogue
         n, c, h, wd = x.type.shape
@@ -157,13 +162,18 @@ class _CpuLowering:
         blocked_in = x in self.blocked
         geometry = dict(n=n, c=c, h=h, w=wd, kh=kh, kw=kw, stride=tuple(p["stride"]),
                         padding=tuple(p["padding"]), blocked_input=blocked_in)
-        te = tvm().te
+        te, rule = tvm().te, None
         if group.kind == "conv":
             shape = ConvShape(oc=w.type.shape[0], **geometry)
-            func = conv2d_nchwc(shape, group.epilogue)
-            if w in consts:
+            if self._winograd(shape, w):
+                rule = "winograd"
+                func = self._kernel(winograd.winograd_conv2d, shape, group.epilogue)
+                weight = self.rx.const(winograd.transform_weight(consts[w]))
+            elif w in consts:
+                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 weight = self.rx.const(L.pack_conv_weight(consts[w], shape.icb))
             else:
+                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
                 weight = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
                                     [self.get_plain(w)], shape.weight_shape, "pack_weight")
@@ -171,7 +181,7 @@ class _CpuLowering:
             if not blocked_in:      # a lone NCHW depthwise: TVM's own loop is faster
                 raise NotApplicable("depthwise input is not NCHW16c")
             shape = DepthwiseShape(oc=c, **geometry)
-            func = depthwise_nchwc(shape, group.epilogue)
+            func = self._kernel(depthwise_nchwc, shape, group.epilogue)
             if w in consts:
                 weight = self.rx.const(L.pack_depthwise_weight(consts[w]))
             else:
@@ -180,7 +190,26 @@ class _CpuLowering:
                                     [self.get_plain(w)], shape.weight_shape, "pack_weight")
         xin = self.blocked[x] if blocked_in else self.get_plain(x)
         args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
-        self.blocked[group.out] = self._call(func, args, shape.out_shape, group.kind)
+        self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
+        return rule
+
+    def _winograd(self, shape: ConvShape, w: Var) -> bool:
+        """Whether a conv takes the Winograd rule: 3x3 stride 1 on a blocked input with a
+        constant weight (transformed at build time), where the cost rule says it pays
+        (MEGTRACE_WINOGRAD=0 turns it off, =all takes every such conv)."""
+        mode = winograd.mode()
+        if mode == "off" or w not in self.graph.consts or not winograd.applies(shape):
+            return False
+        return mode == "all" or winograd.worth_it(shape)
+
+    def _kernel(self, make: Callable, shape: Any, epilogue: Epilogue | None):
+        """make(shape, epilogue), made once per shape and epilogue structure (its vector
+        and tensor operands are kernel arguments; scalars are in the code)."""
+        key = (make, shape, _epilogue_key(epilogue))
+        func = self.kernels.get(key)
+        if func is None:
+            func = self.kernels[key] = make(shape, epilogue)
+        return func
 
     def _dense(self, group: Group) -> None:
         node = group.anchor
@@ -300,3 +329,13 @@ class _CpuLowering:
     _blocked_ops = (("pool_nchw16c", _pool_applies, _pool),
                     ("spatial_reduce_nchw16c", _reduce_applies, _reduce),
                     ("elementwise_nchw16c", _elementwise_applies, _elementwise))
+
+
+def _epilogue_key(epilogue: Epilogue | None) -> tuple:
+    """What an epilogue's code depends on: each step's op, operand kind and side, and
+    scalar operands' values."""
+    if not epilogue:
+        return ()
+    return tuple((s.op, s.value_on_left, None if s.operand is None else
+                  (s.operand.kind, repr(s.operand.scalar) if s.operand.kind == "scalar" else None))
+                 for s in epilogue.steps)

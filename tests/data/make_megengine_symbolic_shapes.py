@@ -65,8 +65,33 @@ def matmul_4d(x):
     return F.matmul(x, x.transpose(0, 1, 3, 2))
 
 
+def slice_half(x):
+    return x[:, : x.shape[1] // 2] * 2
+
+
+def index_from_shape(x):
+    return x[:, x.shape[1] - 1]
+
+
+def vector_index_from_shape(x):
+    return x[: x.shape[0] // 2 + 1, [0, 2]]
+
+
+def broadcast_to_shape(x):
+    return F.broadcast_to(mge.tensor([1.0, 2.0, 3.0]), x.shape) + x
+
+
+def tensor_of_shape(x):
+    return mge.Tensor(x.shape) * 2
+
+
 MODELS = {
     "reshape_batch": (reshape_batch, (1, 3, 4)),
+    "slice_half": (slice_half, (1, 6, 4)),
+    "index_from_shape": (index_from_shape, (1, 3)),
+    "vector_index_from_shape": (vector_index_from_shape, (3, 4)),
+    "broadcast_to_shape": (broadcast_to_shape, (1, 3)),
+    "tensor_of_shape": (tensor_of_shape, (1, 3)),
     "broadcast_batch": (broadcast_batch, (1, 4, 8)),
     "zeros_batch": (zeros_batch, (1, 6)),
     "matmul_3d_2d": (matmul_3d_2d, (1, 4, 6)),

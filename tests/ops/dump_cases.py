@@ -129,12 +129,15 @@ class Chain:
                      for s in self.shapes]
             out = fn(*[mge.tensor(a) for a in grown])
             outs = out if isinstance(out, (tuple, list)) else (out,)
-            case.other = (dict(zip(graph.input_names, grown)), [o.numpy() for o in outs])
+            case.other = (dict(zip(graph.input_names, grown)),
+                          [o.numpy() if isinstance(o, mge.Tensor) else np.asarray(o, np.int32)
+                           for o in outs])     # an eager x.shape is a tuple
         return case
 
 
 def chains() -> dict[str, Chain]:
     import megtrace.functional as F
+    from megtrace import tensor as mge_tensor
     return {
         "concat": Chain(lambda: lambda x: F.concat([F.relu(x), x * 2], axis=1),
                         ((2, 3, 4, 4),)),
@@ -149,6 +152,9 @@ def chains() -> dict[str, Chain]:
         "attention-scores": Chain(lambda: lambda q, k: F.softmax(
             F.matmul(q, k.transpose(0, 1, 3, 2)) * 0.5, axis=-1), ((2, 2, 5, 4), (2, 2, 5, 4))),
         "conv-bn-relu-flatten": Chain(_conv_net, ((2, 3, 6, 6),)),
+        "deconv-bn-relu": Chain(lambda: _deconv_net(groups=1), ((2, 4, 3, 3),)),
+        "grouped-deconv-bn": Chain(lambda: _deconv_net(groups=2, output_padding=1),
+                                   ((2, 4, 3, 3),)),
         "interpolate": Chain(lambda: lambda x: F.nn.interpolate(x, scale_factor=2),
                              ((1, 2, 3, 3),)),
         "interpolate-bilinear": Chain(lambda: lambda x: F.nn.interpolate(
@@ -161,6 +167,16 @@ def chains() -> dict[str, Chain]:
         "zeros-batch": Chain(lambda: lambda x: F.concat([x, F.zeros((x.shape[0], 2))], 1),
                              ((3, 4),)),
         "batch-slice": Chain(lambda: lambda x: x[:x.shape[0] - 1] * x[1:], ((3, 4),)),
+        "batch-halves": Chain(lambda: lambda x: x[:x.shape[0] // 2] * x[x.shape[0] -
+                                                                      x.shape[0] // 2:],
+                              ((4, 3),)),
+        "shape-output": Chain(lambda: lambda x: (x * 2, x.shape), ((2, 3),)),
+        "shape-as-tensor": Chain(lambda: lambda x: (x + 1, mge_tensor(x.shape) * 2), ((2, 3),)),
+        "broadcast-to-shape": Chain(lambda: lambda x: F.broadcast_to(
+            mge_tensor([1.0, 2.0, 3.0]), x.shape) * x, ((2, 3),)),
+        "channel-half": Chain(lambda: lambda x: x[:, : x.shape[1] // 2] * 2, ((2, 6, 4),)),
+        "index-from-shape": Chain(lambda: lambda x: x[:, x.shape[1] - 1].reshape(-1, 1) +
+                                  x[x.shape[0] - 1], ((3, 3),)),
         "open-slices": Chain(lambda: lambda x: F.relu(x[1:] * 2) + x[:-1] - x[::2][:1],
                              ((3, 4),)),
         "interpolate-size-from-shape": Chain(lambda: lambda x: F.nn.interpolate(
@@ -173,9 +189,11 @@ def chains() -> dict[str, Chain]:
         "expand-squeeze-mean": Chain(lambda: lambda x: F.mean(F.expand_dims(x, 1), axis=(1, 2)),
                                      ((3, 4, 2),)),
         "setitem-batch": Chain(_setitem, ((3, 4),)),
+        "setitem-bound-from-shape": Chain(_setitem_bound, ((3, 4),)),
         "pad-batch": Chain(lambda: lambda x: F.nn.pad(x, ((0, 0), (0, 0), (1, 1), (2, 0))),
                            ((2, 2, 3, 3),)),
         "indexing-vector": Chain(lambda: lambda x: x[:, [0, 2]] + x[:, 1:2], ((3, 4),)),
+        "indexing-vector-bound-from-shape": Chain(_vector_bound, ((3, 4),)),
     }
 
 
@@ -183,6 +201,22 @@ def _setitem():
     def fn(x):
         y = x * 1
         y[:, 1] = 0.5
+        return y
+    return fn
+
+
+def _vector_bound():
+    def fn(x):
+        y = x * 1
+        y[1:, [0, 3]] = x[: x.shape[0] - 1, [1, 2]] * 2
+        return y[: y.shape[0] - 1, [0, 2]] + x[1:, [1, 3]]
+    return fn
+
+
+def _setitem_bound():
+    def fn(x):
+        y = x * 1
+        y[: y.shape[0] - 1, 1:] = x[1:, : x.shape[1] - 1] * 2
         return y
     return fn
 
@@ -210,6 +244,19 @@ def _vit_block():
         attn = F.softmax(F.matmul(q[0], k[0].transpose(0, 2, 1)) * c ** -0.5, axis=-1)
         return x + proj(F.matmul(attn, v[0]))
     return fn
+
+
+def _deconv_net(groups: int, output_padding: int = 0):
+    """A transposed convolution, BatchNorm with non-trivial statistics (folded into the
+    deconvolution's weights when optimized), ReLU: a DCGAN generator's stage."""
+    import megtrace.module as M
+    bn = M.BatchNorm2d(6)
+    bn.running_mean._set_value(np.random.normal(size=(1, 6, 1, 1)).astype(np.float32))
+    bn.running_var._set_value(np.random.uniform(0.5, 1.5, (1, 6, 1, 1)).astype(np.float32))
+    bn.weight._set_value(np.random.uniform(0.5, 1.5, (1, 6, 1, 1)).astype(np.float32))
+    net = M.Sequential(M.ConvTranspose2d(4, 6, 3, stride=2, padding=1, groups=groups,
+                                         output_padding=output_padding), bn, M.ReLU())
+    return net.eval()
 
 
 def _conv_net():

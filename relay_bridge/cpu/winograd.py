@@ -1,0 +1,285 @@
+"""conv2d 3x3, stride 1, groups 1 by Winograd F(4x4, 3x3) on NCHW16c.
+
+A direct 3x3 convolution already runs at the FMA bound (conv.py), so the only way to go
+faster is fewer multiplications: F(4x4, 3x3) computes a 4x4 output tile from a 6x6
+input tile with 36 multiply-adds per (input, output) channel pair instead of 144.
+
+    U = G g G^T        weights, transformed and packed once at build time (NumPy)
+    V = B^T d B        every 6x6 input tile (stride 4), per input channel
+    M = U * V          36 independent GEMMs: tiles x in-channels @ in-channels x out-channels
+    Y = A^T M A        4x4 output tile, then the fused epilogue (bias, BN, ReLU, residual)
+
+All four stages live in one PrimFunc. The GEMM is the packed register tile of dense.py
+(mr tiles x 16 output channels of accumulators, one weight vector load and mr broadcast
+FMAs per reduction step), sized for the host's vector registers: 14 x 16 with AVX-512
+(28 of 32 zmm), 6 x 16 with AVX2 (12 of 16 ymm). The transforms are sums with the
+small integer coefficients of B^T and A^T written out term by term (no multiply by 0
+or 1): each is computed per tile in registers, 16 channels per vector.
+
+Points 0, +-1, +-2 and infinity (Lavin & Gray 2016); the float32 error stays within
+1e-5 of the direct convolution's scale for unit-scale data (tests/cpu_rules).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._tvm import tvm
+from .conv import ConvShape, padded_input
+from .epilogue import Epilogue, blocked_output
+from .layout import BLOCK, blocks, ceil_div
+from .primfunc import inner_loops, parallel_if, scheduled_func, vector_lanes, vectorize_inner
+
+TILE, KERNEL = 4, 3                 # F(4x4, 3x3)
+ALPHA = TILE + KERNEL - 1           # 6x6 transformed tile
+
+# Input transform B^T (6x6), weight transform G (6x3), output transform A^T (4x6).
+B_T = np.array([[4, 0, -5, 0, 1, 0],
+                [0, -4, -4, 1, 1, 0],
+                [0, 4, -4, -1, 1, 0],
+                [0, -2, -1, 2, 1, 0],
+                [0, 2, -1, -2, 1, 0],
+                [0, 4, 0, -5, 0, 1]], np.float64)
+G = np.array([[1 / 4, 0, 0],
+              [-1 / 6, -1 / 6, -1 / 6],
+              [-1 / 6, 1 / 6, -1 / 6],
+              [1 / 24, 1 / 12, 1 / 6],
+              [1 / 24, -1 / 12, 1 / 6],
+              [0, 0, 1]], np.float64)
+A_T = np.array([[1, 1, 1, 1, 1, 0],
+                [0, 1, -1, 2, -2, 0],
+                [0, 1, 1, 4, 4, 0],
+                [0, 1, -1, 8, -8, 1]], np.float64)
+
+ENV = "MEGTRACE_WINOGRAD"           # 0/off: never; "all": every eligible conv; else cost rule
+
+
+def mode() -> str:
+    """"off", "all" or "auto" (the cost rule), from MEGTRACE_WINOGRAD."""
+    value = os.environ.get(ENV, "auto").strip().lower()
+    if value in ("0", "false", "off", "no"):
+        return "off"
+    return "all" if value in ("all", "force", "always") else "auto"
+
+
+def register_rows(tiles: int, lanes: int) -> int:
+    """Tiles per GEMM register block: at most what the registers hold (16-channel rows
+    of accumulators plus one weight vector and a broadcast). Cost of a choice: the rows
+    computed (the last block is padded) times (1 + 1/r) for the per-block loads that
+    `r` rows share."""
+    lo, hi = (8, 14) if lanes == 16 else (4, 6)
+    if tiles <= hi:
+        return tiles
+    return min(range(lo, hi + 1), key=lambda r: (ceil_div(tiles, r) * r * (1 + 1 / r), -r))
+
+
+@dataclass(frozen=True)
+class WinogradShape:
+    """A 3x3 stride-1 conv (`ConvShape`) on a blocked input, cut into 4x4 output tiles."""
+
+    conv: ConvShape
+
+    def __post_init__(self):
+        c = self.conv
+        if (c.kh, c.kw) != (KERNEL, KERNEL) or c.stride != (1, 1) or not c.blocked_input:
+            raise ValueError(f"winograd: needs a 3x3 stride-1 conv on NCHW16c; got {c}")
+
+    @property
+    def tiles_hw(self) -> tuple[int, int]:
+        return ceil_div(self.conv.oh, TILE), ceil_div(self.conv.ow, TILE)
+
+    @property
+    def tiles(self) -> int:
+        th, tw = self.tiles_hw
+        return self.conv.n * th * tw
+
+    @property
+    def rows(self) -> int:
+        return register_rows(self.tiles, vector_lanes())
+
+    @property
+    def padded_tiles(self) -> int:
+        return ceil_div(self.tiles, self.rows) * self.rows
+
+    @property
+    def weight_shape(self) -> tuple[int, ...]:
+        return (ALPHA, ALPHA, blocks(self.conv.oc), blocks(self.conv.c), BLOCK, BLOCK)
+
+    @property
+    def gemm_macs(self) -> int:
+        return ALPHA * ALPHA * self.padded_tiles * blocks(self.conv.c) * blocks(self.conv.oc) \
+            * BLOCK * BLOCK
+
+
+def transform_weight(w: np.ndarray) -> np.ndarray:
+    """(OC, IC, 3, 3) -> U = G w G^T packed as (6, 6, OC/16, IC/16, 16i, 16o), zero-padded;
+    done in float64 at build time so the kernel never transforms weights."""
+    oc, ic = w.shape[:2]
+    u = np.einsum("ar,oirs,bs->abio", G, w.astype(np.float64), G)      # (6, 6, IC, OC)
+    padded = np.zeros((ALPHA, ALPHA, blocks(ic) * BLOCK, blocks(oc) * BLOCK))
+    padded[:, :, :ic, :oc] = u
+    packed = padded.reshape(ALPHA, ALPHA, blocks(ic), BLOCK, blocks(oc), BLOCK)
+    return np.ascontiguousarray(packed.transpose(0, 1, 4, 2, 3, 5), np.float32)
+
+
+def applies(conv: ConvShape) -> bool:
+    """The convs this rule can compute (dilation 1 and groups 1 are plan.py's)."""
+    return (conv.kh, conv.kw) == (KERNEL, KERNEL) and conv.stride == (1, 1) \
+        and conv.blocked_input
+
+
+def worth_it(conv: ConvShape) -> bool:
+    """The cost rule. Measured on ResNet-18's 3x3 layers (bench/bench_cpu.py, znver4 with
+    AVX2), Winograd beat the direct rule 1.7-3x from 64 channels at 56x56 down to 512 at
+    7x7, where its GEMM does 3-4x fewer multiply-adds. Below 64 channels the transforms
+    (a few passes over input and output per GEMM) are a larger share, and small maps
+    waste much of their padded 4x4 tiles: ask for 64 channels each way and a GEMM at
+    least 2.5x smaller than the direct conv."""
+    if not applies(conv) or conv.c < 64 or conv.oc < 64:
+        return False
+    return conv.flops / 2 >= 2.5 * WinogradShape(conv).gemm_macs
+
+
+def _combine(coefs, terms):
+    """sum(c * t) over the nonzero integer coefficients, without multiplying by +-1."""
+    f32 = lambda v: tvm().tirx.const(float(v), "float32")      # noqa: E731
+    expr = None
+    for coef, term in zip(coefs, terms):
+        if coef == 0:
+            continue
+        mag = abs(coef)
+        part = term if mag == 1 else term * f32(mag)
+        if expr is None:
+            expr = part if coef > 0 else -part
+        else:
+            expr = expr + part if coef > 0 else expr - part
+    return expr
+
+
+def _select(index, exprs):
+    """exprs[index] for a loop variable `index` that the schedule unrolls (the Select
+    chain then folds to one expression per unrolled iteration)."""
+    t = tvm().tirx
+    expr = exprs[-1]
+    for k in range(len(exprs) - 2, -1, -1):
+        expr = t.Select(index == k, exprs[k], expr)
+    return expr
+
+
+def winograd_conv2d(conv: ConvShape, epilogue: Epilogue | None = None):
+    """Scheduled PrimFunc (x blocked, transformed weight, *epilogue vectors, *epilogue
+    tensors, out blocked); the weight is `transform_weight`'s."""
+    te, t = tvm().te, tvm().tirx
+    epilogue = epilogue or Epilogue()
+    shape = WinogradShape(conv)
+    th, tw = shape.tiles_hw
+    tiles, ptiles, mr = shape.tiles, shape.padded_tiles, shape.rows
+    cb, kb = blocks(conv.c), blocks(conv.oc)
+    x = te.placeholder(conv.in_shape, "float32", name="x")
+    u = te.placeholder(shape.weight_shape, "float32", name="w")
+    vectors, tensors = epilogue.placeholders((kb, BLOCK), conv.out_shape)
+    xp = padded_input(x, conv, th * TILE + KERNEL - 1, tw * TILE + KERNEL - 1, BLOCK, False)
+    src = x if xp is None else xp
+
+    def tile_origin(p):
+        if ptiles > tiles:              # the GEMM's extra rows: any valid tile will do
+            p = t.min(p, tiles - 1)
+        return p // (th * tw), p // tw % th * TILE, p % tw * TILE
+
+    def rows_bt(c, p, a, s, ci):        # B^T d, one column s of the tile
+        n, y, z = tile_origin(p)
+        col = [src[n, c, y + r, z + s, ci] for r in range(ALPHA)]
+        return _select(a, [_combine(B_T[i], col) for i in range(ALPHA)])
+    bt_d = te.compute((cb, ptiles, ALPHA, ALPHA, BLOCK), rows_bt, name="bt_d")
+    v = te.compute((ALPHA, ALPHA, cb, ptiles, BLOCK), lambda a, b, c, p, ci: _select(
+        b, [_combine(B_T[j], [bt_d[c, p, a, s, ci] for s in range(ALPHA)])
+            for j in range(ALPHA)]), name="v")
+
+    rc, rci = te.reduce_axis((0, cb), "rc"), te.reduce_axis((0, BLOCK), "rci")
+    m = te.compute((ALPHA, ALPHA, kb, ptiles, BLOCK), lambda a, b, k, p, ko: te.sum(
+        v[a, b, rc, p, rci] * u[a, b, k, rc, rci, ko], axis=[rc, rci]), name="gemm")
+
+    def m_at(k, p, a, j, ko):           # M A, one row a of the tile
+        return _select(j, [_combine(A_T[i], [m[a, b, k, p, ko] for b in range(ALPHA)])
+                           for i in range(TILE)])
+    m_a = te.compute((kb, ptiles, ALPHA, TILE, BLOCK), m_at, name="m_a")
+
+    def full_at(n, k, y, z, ko):        # A^T (M A)
+        p = n * (th * tw) + y // TILE * tw + z // TILE
+        col = [m_a[k, p, a, z % TILE, ko] for a in range(ALPHA)]
+        return _select(y % TILE, [_combine(A_T[i], col) for i in range(TILE)])
+    full = te.compute((conv.n, kb, th * TILE, tw * TILE, BLOCK), full_at, name="full")
+    out = blocked_output(full, conv.out_shape, conv.oc, epilogue, vectors, tensors)
+
+    def schedule(sch):
+        work = shape.gemm_macs
+        if xp is not None:
+            n, c, y, z, ci = sch.get_loops(sch.get_sblock("pad"))
+            parallel_if(sch, sch.fuse(n, c, y), work)
+            sch.vectorize(ci)
+        _schedule_input(sch, work)
+        _schedule_gemm(sch, mr, work)
+        _schedule_output(sch, work)
+
+    return scheduled_func([x, u, *vectors, *tensors, out], schedule, "winograd_nchw16c")
+
+
+def _schedule_input(sch, work: int) -> None:
+    """Per (channel block, tile): B^T d in a local 6x6x16 tile, then V written to the 36
+    GEMM planes; everything unrolled so that the coefficient Selects fold."""
+    blk = sch.get_sblock("v")
+    a, b, c, p, ci = sch.get_loops(blk)
+    sch.reorder(c, p, a, b, ci)
+    par = sch.fuse(c, p)
+    parallel_if(sch, par, work)
+    tmp = sch.get_sblock("bt_d")
+    sch.compute_at(tmp, par)
+    sch.set_scope(tmp, 0, "local")
+    for loop in sch.get_loops(tmp)[1:-1]:
+        sch.unroll(loop)
+    sch.vectorize(sch.get_loops(tmp)[-1])
+    sch.unroll(a)
+    sch.unroll(b)
+    sch.vectorize(ci)
+
+
+def _schedule_gemm(sch, mr: int, work: int) -> None:
+    """36 GEMMs with an mr x 16 accumulator tile (see conv.py / dense.py)."""
+    blk = sch.get_sblock("gemm")
+    a, b, k, p, ko, rc, rci = sch.get_loops(blk)
+    po, pi = sch.split(p, [None, mr])
+    sch.reorder(a, b, k, po, rc, rci, pi, ko)
+    par = sch.fuse(a, b, k, po)
+    parallel_if(sch, par, work)
+    acc = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(acc, par)
+    sch.vectorize(ko)
+    sch.unroll(pi)
+    init = sch.decompose_reduction(blk, rc)
+    vectorize_inner(sch, init, par)
+    vectorize_inner(sch, acc, par)
+
+
+def _schedule_output(sch, work: int) -> None:
+    """Per (image, out block, tile row, tile): M A in a local 6x4x16 tile, then A^T of it
+    through the epilogue straight into the output (ragged edges are predicated)."""
+    sch.compute_inline(sch.get_sblock("full"))
+    out = sch.get_sblock("out")
+    n, k, y, z, ko = sch.get_loops(out)
+    ty, i = sch.split(y, [None, TILE])
+    tx, j = sch.split(z, [None, TILE])
+    sch.reorder(n, k, ty, tx, i, j, ko)
+    par = sch.fuse(n, k, ty)
+    parallel_if(sch, par, work)
+    tmp = sch.get_sblock("m_a")
+    sch.compute_at(tmp, tx)
+    sch.set_scope(tmp, 0, "local")
+    loops = inner_loops(sch, tmp, tx)
+    for loop in loops[:-1]:
+        sch.unroll(loop)
+    sch.vectorize(loops[-1])
+    sch.unroll(i)
+    sch.unroll(j)
+    sch.vectorize(ko)

@@ -1,0 +1,120 @@
+"""megtrace.relay_bridge.cpu.winograd: F(4x4, 3x3) against a float64 NumPy direct
+convolution (odd sizes that need padded tiles, channels that are not multiples of 16,
+batches, fused epilogues), the cost rule and the MEGTRACE_WINOGRAD switch."""
+import numpy as np
+import pytest
+from conftest import rel_err
+
+from megtrace.ir import Graph, TensorType
+from megtrace.ops import get
+from megtrace.relay_bridge import compile_graph
+from megtrace.relay_bridge.cpu import winograd as W
+from megtrace.relay_bridge.cpu.conv import ConvShape
+
+TOL = 1e-4          # relative to the largest output, as the issue asks of Winograd
+
+
+def direct_conv(x, w, pad):
+    """float64 NCHW cross-correlation, stride 1, written out tap by tap."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for a in range(3):
+        for b in range(3):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, a:a + oh, b:b + ow], w[:, :, a, b])
+    return out
+
+
+def realistic(rng, n, c, h, w, oc):
+    """Activations of unit scale (after BN) and He-initialised weights."""
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = (rng.standard_normal((oc, c, 3, 3)) * np.sqrt(2.0 / (9 * c))).astype(np.float32)
+    return x, wt
+
+
+def conv_block(x, wt, bias, pad, residual: bool):
+    """graph: 1x1 conv (so the 3x3 conv's input is NCHW16c) -> 3x3 conv + bias -> [+ the
+    1x1 result] -> relu."""
+    g = Graph()
+    xv = g.add_input(TensorType.of(x), "x")
+    c = x.shape[1]
+    eye = np.eye(c, dtype=np.float32).reshape(c, c, 1, 1)
+
+    def op(name, *ins, **p):
+        return g.add_node(get(name), list(ins), p)[0]
+    y0 = op("conv2d", xv, g.add_const(eye))
+    y = op("add", op("conv2d", y0, g.add_const(wt), padding=(pad, pad)), g.add_const(bias))
+    if residual:
+        y = op("add", y, y0)
+    g.set_outputs([op("relu", y)], ["y"])
+    return g
+
+
+SHAPES = [  # n, c, h, w, oc, pad
+    (1, 16, 9, 11, 24, 1),      # odd H and W: ragged last tiles; 24 = 1.5 blocks
+    (2, 20, 13, 6, 33, 1),      # batch 2, channels not multiples of 16
+    (1, 64, 14, 14, 64, 1),     # a ResNet-18 layer3-size map, whole tiles
+    (1, 32, 12, 10, 32, 0),     # no padding: output 10x8
+    (1, 48, 7, 7, 48, 1),       # 7x7: padded to 8x8 tiles
+]
+
+
+@pytest.mark.parametrize("n,c,h,w,oc,pad", SHAPES,
+                         ids=[f"n{s[0]}c{s[1]}_{s[2]}x{s[3]}o{s[4]}p{s[5]}" for s in SHAPES])
+def test_winograd_matches_direct_conv(n, c, h, w, oc, pad, rng, monkeypatch):
+    monkeypatch.setenv(W.ENV, "all")
+    x, wt = realistic(rng, n, c, h, w, oc)
+    bias = rng.standard_normal((1, oc, 1, 1)).astype(np.float32)
+    residual = c == oc and pad == 1
+    cg = compile_graph(conv_block(x, wt, bias, pad, residual), rules=True)
+    assert cg.rules == ["conv", "winograd"]
+    want = direct_conv(x, wt, pad) + bias
+    if residual:
+        want = want + x
+    got = cg(x)[0]
+    assert np.isfinite(got).all()
+    assert rel_err(got, np.maximum(want, 0)) <= TOL
+
+
+def test_transforms_compute_a_4x4_correlation(rng):
+    """The matrices alone: A^T [(G g G^T) * (B^T d B)] A is the 3x3 correlation of a 6x6
+    tile (float64, so any wrong coefficient shows as a large error)."""
+    d, g = rng.standard_normal((6, 6)), rng.standard_normal((3, 3))
+    got = W.A_T @ ((W.G @ g @ W.G.T) * (W.B_T @ d @ W.B_T.T)) @ W.A_T.T
+    want = np.array([[np.sum(d[i:i + 3, j:j + 3] * g) for j in range(4)] for i in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_weight_transform_is_packed_per_block(rng):
+    w = rng.standard_normal((20, 17, 3, 3)).astype(np.float32)
+    u = W.transform_weight(w)
+    assert u.shape == (6, 6, 2, 2, 16, 16)
+    ref = np.einsum("ar,oirs,bs->abio", W.G, w.astype(np.float64), W.G)
+    # out channel 18 = block 1 lane 2, in channel 16 = block 1 lane 0
+    np.testing.assert_allclose(u[:, :, 1, 1, 0, 2], ref[:, :, 16, 18], rtol=1e-6)
+    assert not u[:, :, 1, 1, 1:, :].any() and not u[:, :, 1, :, :, 4:].any()
+
+
+@pytest.mark.parametrize("c,hw,want", [(64, 56, True), (128, 28, True), (256, 14, True),
+                                       (512, 7, True), (32, 56, False), (64, 2, False)])
+def test_cost_rule(c, hw, want):
+    assert W.worth_it(ConvShape(1, c, hw, hw, c, 3, 3, (1, 1), (1, 1), True)) is want
+
+
+def test_cost_rule_never_takes_strided_or_plain_inputs():
+    assert not W.worth_it(ConvShape(1, 64, 56, 56, 64, 3, 3, (2, 2), (1, 1), True))
+    assert not W.worth_it(ConvShape(1, 64, 56, 56, 64, 3, 3, (1, 1), (1, 1), False))
+
+
+@pytest.mark.parametrize("env,rule", [("0", "conv"), ("off", "conv"), (None, "winograd")])
+def test_switch(env, rule, rng, monkeypatch):
+    if env is None:
+        monkeypatch.delenv(W.ENV, raising=False)
+    else:
+        monkeypatch.setenv(W.ENV, env)
+    x, wt = realistic(rng, 1, 64, 14, 14, 64)
+    bias = np.zeros((1, 64, 1, 1), np.float32)
+    cg = compile_graph(conv_block(x, wt, bias, 1, False), rules=True)
+    assert cg.rules == ["conv", rule]
+    assert rel_err(cg(x)[0], np.maximum(direct_conv(x, wt, 1), 0)) <= TOL
