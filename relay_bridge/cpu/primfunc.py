@@ -6,14 +6,26 @@ the generic rule skips it.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 from .._tvm import tvm
+from ..targets import host_target
 
 OPAQUE = 8          # relax OpPatternKind.kOpaque
 # Below this many multiply-adds a kernel runs on one thread: a parallel launch costs a
 # few microseconds, more than such a kernel takes (GapNet at batch 1: 10 us vs 5 us).
 PARALLEL_MIN_MACS = 1 << 17
+
+
+@functools.lru_cache(maxsize=None)
+def vector_lanes() -> int:
+    """float32 lanes of the host's widest vector register the target may use: 16 with
+    AVX-512, 8 where the hypervisor hides it (targets.py subtracts avx512f). A 16-lane
+    TIR vector is then two ymm registers, so register tiles must be half as wide."""
+    t = tvm()
+    features = t.target.codegen.llvm_get_cpu_features(t.target.Target(host_target()))
+    return 16 if "avx512f" in features else 8
 
 
 def parallel_if(sch: Any, loop: Any, macs: int) -> None:

@@ -21,7 +21,6 @@ Points 0, +-1, +-2 and infinity (Lavin & Gray 2016); the float32 error stays wit
 """
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ from .._tvm import tvm
 from .conv import ConvShape, padded_input
 from .epilogue import Epilogue, blocked_output
 from .layout import BLOCK, blocks, ceil_div
-from .primfunc import inner_loops, parallel_if, scheduled_func, vectorize_inner
+from .primfunc import inner_loops, parallel_if, scheduled_func, vector_lanes, vectorize_inner
 
 TILE, KERNEL = 4, 3                 # F(4x4, 3x3)
 ALPHA = TILE + KERNEL - 1           # 6x6 transformed tile
@@ -63,16 +62,6 @@ def mode() -> str:
     if value in ("0", "false", "off", "no"):
         return "off"
     return "all" if value in ("all", "force", "always") else "auto"
-
-
-@functools.lru_cache(maxsize=None)
-def vector_lanes() -> int:
-    """float32 lanes of the host's widest vector register the target may use (16 with
-    AVX-512; 8 where the hypervisor hides it, see targets.py)."""
-    from ..targets import host_target
-    t = tvm()
-    features = t.target.codegen.llvm_get_cpu_features(t.target.Target(host_target()))
-    return 16 if "avx512f" in features else 8
 
 
 def register_rows(tiles: int, lanes: int) -> int:
