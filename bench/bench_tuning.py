@@ -290,8 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                 r["by_kind"] = by_kind(r["pairs"]) if r["pairs"] else None
         for table in tables(rows):
             console.print(table)
-        if args.out:
-            Path(f"{args.out}.md").write_text(markdown(rows, os.getloadavg()))
+        if args.out:     # the load average the (first) run measured, not today's
+            load = json.loads(Path(args.render[0]).read_text()).get("load") or os.getloadavg()
+            Path(f"{args.out}.md").write_text(markdown(rows, tuple(load)))
         return 0
     console.print(f"tuning benchmark: files in {work}; load average "
                   f"{os.getloadavg()[0]:.2f}")

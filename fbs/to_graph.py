@@ -90,7 +90,7 @@ SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
     "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW", "NCHW88", "NCHW44"),
                  "nonlineMode": ("IDENTITY", "RELU", "SIGMOID")},
     "Pooling": {"format": ("NCHW", "NCHW88", "NCHW44")},
-    "AdaptivePooling": {"format": ("NCHW",)},
+    "AdaptivePooling": {"format": ("NCHW", "NCHW88", "NCHW44")},
     "MatrixMul": {"format": ("DEFAULT",)},
     "BN": {"param_dim": ("DIM_1C11",), "fwd_mode": ("INFERENCE",)},
     "Reduce": {"data_type": (0, 2, 3)},         # DEFAULT, FLOAT_O32xC32, FLOAT_O16xC32
@@ -424,20 +424,21 @@ def _broadcast(g, opr, ins, _):
 def _adaptive_pool(g, opr, ins, _):
     out = tuple(int(d) for d in _const_value(g, ins[1], "AdaptivePooling output size").reshape(-1))
     mode = "max" if _fields(opr).get("mode") == "MAX_" else "average"
-    return list(g.add_node(get("adaptive_pool2d"), ins[:1], {"mode": mode, "out": out},
-                           _hint(opr)))
+    op = "adaptive_pool2d_nchwxx" if _fields(opr).get("format") in _BLOCKED else "adaptive_pool2d"
+    return list(g.add_node(get(op), ins[:1], {"mode": mode, "out": out}, _hint(opr)))
 
 
 @rule("ResizeV2")
 def _resize(g, opr, ins, _):
     f = _fields(opr)
-    if f.get("format") != "NCHW":
+    if f.get("format") not in ("NCHW",) + _BLOCKED:
         raise UnsupportedOpError(f"Resize format {f.get('format')} is not supported")
     modes = {"NEAREST": "nearest", "LINEAR": "linear", "CUBIC": "cubic"}
     if f.get("imode") not in modes:
         raise UnsupportedOpError(f"Resize imode {f.get('imode')} is not supported")
     size = tuple(int(d) for d in _const_value(g, ins[1], "Resize output size").reshape(-1))
-    return list(g.add_node(get("resize"), ins[:1], {"size": size, "mode": modes[f["imode"]]},
+    op = "resize_nchwxx" if f["format"] in _BLOCKED else "resize"
+    return list(g.add_node(get(op), ins[:1], {"size": size, "mode": modes[f["imode"]]},
                            _hint(opr)))
 
 

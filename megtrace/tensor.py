@@ -83,6 +83,8 @@ class Tensor:
     @classmethod
     def _wrap(cls, value: np.ndarray | None, var=None, owner=None, device=None) -> "Tensor":
         t = object.__new__(Tensor)
+        if value is not None and type(value) is not np.ndarray:   # NumPy scalars from 0-d results
+            value = np.asarray(value)
         t._value, t._var, t._owner, t._version = value, var, owner, 0
         t._name, t._qparams, t._format, t._ad = "", None, "default", None
         t._device = device if device is not None else _device.as_device(None)

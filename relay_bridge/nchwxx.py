@@ -7,14 +7,15 @@ Following MegEngine 1.13 (src/gopt/impl/tensor_reformat.cpp, dnn nchw_nchwxx_val
   and OC a multiple of p keeps its NCHW input ("hybrid", MegEngine's is_nchw_nchwxx_
   optimized rules); a depthwise one with G a multiple of p is "channel", a grouped one
   with both per-group counts multiples of p is "group"; any other stays NCHW;
-- pooling of a blocked input is blocked; an Elemwise/TypeCvt with a blocked input stays
-  blocked when every other input is a scalar or has a multiple of p channels (those are
-  blocked too), otherwise its blocked inputs go back to NCHW;
+- pooling, adaptive pooling and resize of a blocked input are blocked; an Elemwise/
+  TypeCvt or a Concat with a blocked input stays blocked when every other input is a
+  scalar or has a multiple of p channels (those are blocked too), otherwise its blocked
+  inputs go back to NCHW;
 - every other op gets NCHW inputs (Dimshuffle + Reshape, as MegEngine writes its
   relayouts), and so do the graph's outputs.
 Weights, biases and other constants are re-laid-out here, as MegEngine's ParamFuse does.
-Not done: MegEngine's PaddingChannelPass (channel counts padded up to p), and blocked
-AdaptivePooling/Resize/Concat (they get NCHW inputs here)."""
+MegEngine's PaddingChannelPass runs first (padding_channel.py), so most channel counts
+are multiples of p here."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,6 +25,9 @@ from megtrace.ops import MgeOpr, get
 from megtrace.ops.nchwxx import to_blocked, weight_to_blocked
 
 _ELEMWISE_TYPES = ("Elemwise", "TypeCvtV2", "PowC", "ElemwiseMultiType")
+# NCHW ops whose blocked form (megtrace/ops/nchwxx.py) takes a blocked input as is
+_BLOCKED_FORMS = {"pool2d": "pool2d_nchwxx", "adaptive_pool2d": "adaptive_pool2d_nchwxx",
+                  "resize": "resize_nchwxx"}
 
 
 def _is_elemwise(op) -> bool:
@@ -128,7 +132,8 @@ class _Rewriter:
         self.add(node, op, args, dict(node.kwargs), blocked=True)
         return True
 
-    def elemwise(self, node, ins) -> bool:
+    def elemwise(self, node, ins, params=None) -> bool:
+        """MegEngine's replace_multi_inp_opr (Elemwise, TypeCvt, Concat, ...)."""
         if not any(v in self.blocked for v in ins):
             return False
         fits = all(v in self.blocked or v.type.size == 1 or
@@ -136,8 +141,16 @@ class _Rewriter:
         if not fits:
             return False
         args = [v if v in self.blocked or v.type.size == 1 else self.block(v) for v in ins]
-        self.add(node, node.op, args, dict(node.kwargs), blocked=True)
+        self.add(node, node.op, args, dict(node.kwargs) if params is None else params,
+                 blocked=True)
         return True
+
+    def concat(self, node, ins) -> bool:
+        """Blocked inputs concatenate along the same axis (C/p for the channels)."""
+        axis = node.kwargs["axis"]
+        if not all(v.type.ndim == 4 or v in self.blocked for v in ins) or not -4 <= axis < 4:
+            return False
+        return self.elemwise(node, ins, {**node.kwargs, "axis": axis % 4})
 
     def reduce(self, node, ins) -> bool:
         kw = node.kwargs
@@ -154,10 +167,12 @@ class _Rewriter:
         name = node.op.name
         if name in ("conv2d", "conv_bias") and self.conv(node, ins):
             return
-        if name == "pool2d" and ins[0] in self.blocked:
-            self.add(node, get("pool2d_nchwxx"), ins, dict(node.kwargs), blocked=True)
+        if name in _BLOCKED_FORMS and ins[0] in self.blocked:
+            self.add(node, get(_BLOCKED_FORMS[name]), ins, dict(node.kwargs), blocked=True)
             return
         if _is_elemwise(node.op) and self.elemwise(node, ins):
+            return
+        if name == "concat" and self.concat(node, ins):
             return
         if name == "reduce" and self.reduce(node, ins):
             return

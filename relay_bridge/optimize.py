@@ -22,12 +22,14 @@ from .fold_deconv_bn import fold_batchnorm_into_deconv
 from .lift import lift
 from .lower import emit_node, to_relax
 from .nchwxx import convert_to_nchwxx
+from .padding_channel import pad_channels
 from .shape_cut import split as split_shape_arithmetic
 
 F16_IO_F32_COMP = 1 << 0
 F16_IO_COMP = 1 << 1
 FUSE_CONV_BIAS_NONLINEARITY = 1 << 2
 FUSE_CONV_BIAS_WITH_Z = 1 << 3
+FUSE_PREPROCESS = 1 << 5
 FUSE_GRAIN = 1 << 6
 # MegEngine's GraphCommonOptimizeOptions::LayoutTransform, stored in bits 32..63
 LAYOUTS = {"nchw4": 1, "nhwcd4": 2, "nchw88": 3, "nchw44": 4, "nchw44_dot": 5, "nchw32": 6,
@@ -222,7 +224,9 @@ def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
                 g.consts[node.inputs[1]].shape == (1, node.outputs[0].type.shape[1], 1, 1):
             op, args = get("conv_bias"), mapped(first.inputs) + [ins[1]]
             params = {**first.kwargs, "nonline": "IDENTITY"}
-        elif node.op is add and first.op is mul:
+        elif node.op is add and first.op is mul and \
+                node.inputs[1].type.shape in [v.type.shape for v in first.inputs]:
+            # MegEngine's ArithFusePass: the bias term has the shape of a factor
             op, args, params = get("fuse_mul_add3"), mapped(first.inputs) + [ins[1]], {}
         else:
             return None
@@ -252,20 +256,25 @@ def _fold_global_pooling(g: Graph) -> Graph:
 def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = False,
                            fuse_grain: bool = True, f16_io_f32_comp: bool = False,
                            f16_io_comp: bool = False, fuse_conv_bias_with_z: bool = False,
+                           fuse_preprocess: bool = False,
                            layout: str | None = None) -> tuple[Graph, int]:
     """The optimized graph and its MegEngine optimize_options bits. Float16 (f16_io_*)
     comes after the fusions, as in MegEngine; with both float16 options MegEngine's
     second pass leaves float32 compute (io16xc32) in place. A layout (a LAYOUTS key)
     brings MegEngine's conv-bias fusion with it and is applied last; so does
     fuse_conv_bias_with_z (whose z fusion MegEngine's CPU passes leave out for float
-    graphs)."""
+    graphs). fuse_preprocess is the Metadata bit alone: MegEngine's passes for it
+    (FuseNCHW4Int8Preprocess, FuseWarpPerspectiveDimshufflePass) rewrite only
+    WarpPerspective/RelayoutFormat of uint8 or quantized images, which megtrace's graphs
+    do not have in those forms."""
     if layout is not None and layout not in LAYOUTS:
         raise ValueError(f"optimize_for_inference: layout must be one of {sorted(LAYOUTS)}; "
                          f"got {layout!r}")
     if layout == "nhwcd4":
         raise NotImplementedError(
-            "enable_hwcd4: NHWCD4 is MegEngine's OpenCL image layout (ConvertFormatPass with "
-            "Image2D tensor formats); megtrace does not write it")
+            "enable_hwcd4: NHWCD4 (MegEngine's image layout: ConvertFormatPass with "
+            "RelayoutFormat oprs at the edges and Image2D-packed weights) is not written by "
+            "megtrace yet")
     bias_fusion = fuse_conv_bias_nonlinearity or fuse_conv_bias_with_z or layout is not None
     t = tvm()
     rx = relax()
@@ -289,14 +298,15 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     if f16_io_f32_comp or f16_io_comp:
         fused = convert_f32_to_f16(fused, f32_compute=f16_io_f32_comp)
     if layout in ("nchw88", "nchw44", "nchw44_dot"):
-        fused = convert_to_nchwxx(fused, 8 if layout == "nchw88" else 4)
+        pack = 8 if layout == "nchw88" else 4
+        fused = convert_to_nchwxx(pad_channels(fused, pack), pack)
     elif layout == "nchw64":
         _check_nchw64(fused)
     options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \
         (FUSE_GRAIN if fuse_grain else 0) | (F16_IO_F32_COMP if f16_io_f32_comp else 0) | \
         (F16_IO_COMP if f16_io_comp else 0) | \
         (FUSE_CONV_BIAS_WITH_Z if fuse_conv_bias_with_z else 0) | \
-        (LAYOUTS[layout] << 32 if layout else 0)
+        (FUSE_PREPROCESS if fuse_preprocess else 0) | (LAYOUTS[layout] << 32 if layout else 0)
     return fused, options
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
+from .cpu.transposed_conv import as_subpixel_convs
 from .lower import to_relax
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,7 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     """(IRModule, rule kernels used): base "rules" is the CPU rules' lowering (hand
     kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
+    graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     if base == "rules":
         return to_relax_cpu(graph)
     return to_relax(graph), []

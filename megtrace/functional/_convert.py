@@ -32,7 +32,10 @@ def binary_operands(a, b) -> tuple[Tensor, Tensor]:
         a = Tensor(a)
     a = as_tensor(a, b if isinstance(b, Tensor) else None)
     b = as_tensor(b, a)
-    dtype = _dt.promote(_dt.name_of(a.dtype), _dt.name_of(b.dtype))
+    da, db = _dt.name_of(a.dtype), _dt.name_of(b.dtype)
+    dtype = _dt.promote(da, db)
+    if da == dtype and db == dtype:     # the common case: nothing to convert
+        return a, b
     return cast(a, dtype), cast(b, dtype)
 
 

@@ -32,6 +32,9 @@ _TRAINING_BN = ("mean and variance in training mode BatchNorm must be SharedDevi
                 "function to dump)")
 
 
+_DIM_1C11 = "dim_1c11"
+
+
 def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
     """A (1, C, 1, 1) statistic: given 4-d, given flat (C,), or filled."""
     if t is None:
@@ -48,10 +51,11 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     """Batch normalization over axis 1 of a 2-d, 3-d or 4-d input; statistics are
     (1, C, 1, 1) (or (C,)). Returns the output, or (output, new_mean, new_var) when
     training with running statistics and `inplace=False`."""
-    if str(param_dim).lower() != "dim_1c11":
+    if param_dim is not _DIM_1C11 and str(param_dim).lower() != "dim_1c11":
         raise ValueError(f"batch_norm: param_dim must be 'dim_1c11'; got {param_dim!r}")
     inp = require_tensor("batch_norm", inp)
-    if inp.ndim < 2:
+    ndim = inp.ndim
+    if ndim < 2:
         raise ValueError(f"batch_norm: expected an input with a channel axis; got shape "
                          f"{inp.shape}")
     has_mean, has_var = running_mean is not None, running_var is not None
@@ -65,13 +69,14 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     if training and inp.size == 0:    # nothing to normalize; statistics stay (MegEngine)
         return inp if inplace or not (has_mean or has_var) else (inp, running_mean,
                                                                   running_var)
-    x4 = inp if inp.ndim == 4 else reshape(inp, (shape[0], c, int(np.prod(shape[2:])), 1))
-    w = _stat_4d(weight, c, 1.0, inp.dtype)
-    b = _stat_4d(bias, c, 0.0, inp.dtype)
+    x4 = inp if ndim == 4 else reshape(inp, (shape[0], c, int(np.prod(shape[2:])), 1))
+    dtype = inp.dtype
+    w = _stat_4d(weight, c, 1.0, dtype)
+    b = _stat_4d(bias, c, 0.0, dtype)
     if not training:
-        y = apply("batch_norm", x4, w, b, _stat_4d(running_mean, c, 0.0, inp.dtype),
-                  _stat_4d(running_var, c, 1.0, inp.dtype), eps=float(eps))
-        return y if inp.ndim == 4 else reshape(y, shape)
+        y = apply("batch_norm", x4, w, b, _stat_4d(running_mean, c, 0.0, dtype),
+                  _stat_4d(running_var, c, 1.0, dtype), eps=float(eps))
+        return y if ndim == 4 else reshape(y, shape)
 
     batch_mean = _mean(x4, axis=(0, 2, 3), keepdims=True)
     centered = sub(x4, batch_mean)

@@ -35,12 +35,16 @@ def ntuple(name: str, value, n: int) -> tuple[int, ...]:
     return (int(value),) * n
 
 
+_CROSS, _DEFAULT = "cross_correlation", "default"
+
+
 def check_modes(op: str, conv_mode: str, compute_mode: str = "default") -> str:
     """Validate the mode strings; returns the effective compute mode."""
-    if str(conv_mode).lower() != "cross_correlation":
+    if conv_mode is not _CROSS and str(conv_mode).lower() != "cross_correlation":
         raise ValueError(f"{op}: conv_mode must be 'cross_correlation'; got {conv_mode!r}")
-    compute_mode = _config._get_actual_op_param(str(compute_mode).lower(),
-                                                _config._compute_mode)
+    if compute_mode is not _DEFAULT:          # the default arguments skip str().lower()
+        compute_mode = str(compute_mode).lower()
+    compute_mode = _config._get_actual_op_param(compute_mode, _config._compute_mode)
     if compute_mode not in ("default", "float32"):
         raise ValueError(f"{op}: compute_mode must be 'default' or 'float32'; got "
                          f"{compute_mode!r}")
@@ -50,7 +54,10 @@ def check_modes(op: str, conv_mode: str, compute_mode: str = "default") -> str:
 def promote_pair(op: str, inp, weight) -> tuple[Tensor, Tensor]:
     """Input and weight as tensors of their common dtype."""
     inp, weight = require_tensor(op, inp), require_tensor(op, weight)
-    dtype = _dt.promote(_dt.name_of(inp.dtype), _dt.name_of(weight.dtype))
+    a, b = _dt.name_of(inp.dtype), _dt.name_of(weight.dtype)
+    dtype = _dt.promote(a, b)
+    if a == dtype and b == dtype:       # the common case: nothing to convert
+        return inp, weight
     return cast(inp, dtype), cast(weight, dtype)
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dispatch import active_recorder, apply
-from ..errors import ShapeError
 from ..ir import TensorType
 from ..ops import get as get_op
 from ..symbolic import SymInt
@@ -214,15 +213,6 @@ def _with_new_axes(x: Tensor, plan: _Plan) -> Tensor:
     return apply("expand_dims", x, axis=plan.new_axes) if plan.new_axes else x
 
 
-def _select(x: Tensor, plan: _Plan) -> Tensor:
-    if plan.vector:
-        return apply("indexing_multi_axis_vec", x, *plan.tensors, slices=tuple(plan.slices),
-                     axes=tuple(plan.axes))
-    if plan.rows:
-        return apply("subtensor", x, index=tuple(plan.rows))
-    return x.detach()
-
-
 def getitem(x: Tensor, index) -> Tensor:
     if _traced_mask(index) and tuple(index.shape) == tuple(x.shape):
         return apply("cond_take", x, index)[0]       # MegEngine's one-CondTake form
@@ -306,7 +296,3 @@ def setitem(x: Tensor, index, value) -> Tensor:
         out = apply("reshape", out, shape=tuple(original.shape))
     return out
 
-
-def check_rank(name: str, x: Tensor, ndim: int) -> None:
-    if x.ndim != ndim:
-        raise ShapeError(f"{name}: expected a {ndim}-d tensor, got shape {x.shape}")

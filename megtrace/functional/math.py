@@ -82,8 +82,11 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
     return out if upper is None else minimum(out, upper)
 
 
+_PLAIN = frozenset((int, float, type(None)))
+
+
 def _number(value) -> bool:
-    return value is None or (isinstance(value, (int, float, np.integer, np.floating))
+    return type(value) in _PLAIN or (isinstance(value, (int, float, np.integer, np.floating))
                              and not isinstance(value, bool))
 
 

@@ -10,6 +10,7 @@ from ..ops._rules import pair
 from ..random.rng import uniform
 from ..tensor import Tensor
 from ._convert import require_tensor
+from .conv import check_modes, promote_pair
 from .batchnorm import batch_norm, sync_batch_norm  # noqa: F401  (F.nn.batch_norm)
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
 from .tensor_ops import expand_dims, reshape, squeeze
@@ -34,7 +35,6 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
            conv_mode: str = "cross_correlation", compute_mode: str = "default") -> Tensor:
     """2D convolution (NCHW). With `groups > 1` the weight is 5-d
     `(groups, out_channels // groups, in_channels // groups, kh, kw)`, as in MegEngine."""
-    from .conv import check_modes, promote_pair
     check_modes("conv2d", conv_mode, compute_mode)
     inp, weight = promote_pair("conv2d", inp, weight)
     if groups != 1 and weight.ndim != 5:

@@ -46,6 +46,10 @@ def concat(inps: Sequence[Tensor], axis: int = 0, device=None) -> Tensor:
         return _on(apply("copy", tensors[0]), device)
     if any(t.ndim == 0 for t in tensors):       # MegEngine: a scalar joins as one element
         tensors = [reshape(t, (1,)) if t.ndim == 0 else t for t in tensors]
+    dtypes = {_dt.name_of(t.dtype) for t in tensors}
+    if len(dtypes) > 1:                         # MegEngine promotes mixed inputs first
+        common = _dt.promote(*sorted(dtypes))
+        tensors = [cast(t, common) for t in tensors]
     return _on(apply("concat", *tensors, axis=int(axis)), _common_device("concat", tensors,
                                                                           device))
 

@@ -22,7 +22,7 @@ _LAYOUT_FLAGS = {"enable_hwcd4": "nhwcd4", "enable_nchw4": "nchw4", "enable_nchw
                  "enable_nchw32": "nchw32", "enable_nchw44": "nchw44",
                  "enable_nchw44_dot": "nchw44_dot", "enable_chwn4": "chwn4",
                  "enable_nchw64": "nchw64"}
-_UNSUPPORTED = ("enable_fuse_preprocess", "enable_weight_preprocess")
+_UNSUPPORTED = ("enable_weight_preprocess",)
 
 
 def _layout(kwargs: dict) -> str | None:
@@ -159,7 +159,7 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
             f16_io_f32_comp=bool(kwargs.get("enable_io16xc32")),
             f16_io_comp=bool(kwargs.get("enable_ioc16")),
             fuse_conv_bias_with_z=bool(kwargs.get("enable_fuse_conv_bias_with_z")),
-            layout=_layout(kwargs))
+            fuse_preprocess=bool(kwargs.get("enable_fuse_preprocess")), layout=_layout(kwargs))
     except UnsupportedOpError as e:
         warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
                       "traced", OptimizationSkippedWarning, stacklevel=3)

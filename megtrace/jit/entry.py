@@ -71,20 +71,23 @@ class TraceEntry:
     # (ops recorded before, user file:line) where Python read a traced value (jit/hints.py)
     value_reads: list[tuple[int, str]] = field(default_factory=list)
     dims: dict = field(default_factory=dict)       # Var -> its SymShape, shared by replays
-    _captured: list | None = None                  # per tape item, see captured_checks()
+    _captured: list | None = None                  # per tape item, see replay_checks()
     _reads_seen: int = 0                           # len(value_required) at the last refresh
 
-    def captured_checks(self) -> list[tuple]:
-        """Per tape item, per input: (weakref, version) of the captured outside tensor it
-        was traced on, else None; precomputed once so that a replay recognises an
-        unchanged module parameter without looking anything up."""
+    def replay_checks(self) -> list[tuple]:
+        """Per tape item: (op, raw_params, ((input var, captured), ...), outputs), where
+        `captured` is (weakref, version) of the captured outside tensor the input was
+        traced on, else None; precomputed once so that a replay checks an op, and
+        recognises an unchanged module parameter, without looking anything up."""
         if self._captured is None:
             def check(var):
                 source = self.sources.get(var)
                 if source is None or source.kind != "captured":
                     return None
                 return (source.tensor, source.version)
-            self._captured = [tuple(check(v) for v in item.inputs) for item in self.tape]
+            self._captured = [
+                (item.op, item.raw_params, tuple((v, check(v)) for v in item.inputs),
+                 item.outputs) for item in self.tape]
         return self._captured
 
     def const_value(self, var: Var) -> np.ndarray | None:

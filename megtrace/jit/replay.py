@@ -33,7 +33,7 @@ class Replayer:
         self.entry = entry
         self.pc = 0
         self._tape = entry.tape
-        self._captured = entry.captured_checks()
+        self._checks = entry.replay_checks()
         self._dims = entry.dims
         self._device = as_device(None)
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
@@ -116,26 +116,25 @@ class Replayer:
         captured parameters) is checked inline; anything else takes `_check`, which
         raises MegEngine's error or accepts the new value."""
         index = self.pc
-        tape = self._tape
-        if index < len(tape):
-            item = tape[index]
-            if op is item.op and params == item.raw_params and \
-                    len(inputs) == len(item.inputs):
-                captured = self._captured[index]
-                for i, t in enumerate(inputs):
-                    if t._owner is self:
-                        if t._var is item.inputs[i]:
+        checks = self._checks
+        if index < len(checks):
+            item_op, raw_params, expected, outs = checks[index]
+            if op is item_op and params == raw_params and len(inputs) == len(expected):
+                for t, (var, cap) in zip(inputs, expected):
+                    owner = t._owner
+                    if owner is self:
+                        if t._var is var:
                             continue
-                    elif t._owner is None:
-                        cap = captured[i]
+                    elif owner is None:
                         if cap is not None and cap[0]() is t and t._version == cap[1]:
                             continue
                     break
                 else:
                     self.pc = index + 1
-                    outs = item.outputs
                     if len(outs) == 1:
-                        return (self._traced(outs[0]),)
+                        t = _wrap(None, outs[0], self, self._device)
+                        self._live.append(_ref(t))
+                        return (t,)
                     return tuple(self._traced(v) for v in outs)
         return self._check(op, inputs, params)
 

@@ -103,10 +103,11 @@ class Module(metaclass=ABCMeta):
         return HookHandler(self._forward_hooks, hook)
 
     def __call__(self, *inputs, **kwargs):
-        for hook in self._forward_pre_hooks.values():
-            modified = hook(self, inputs)
-            if modified is not None:
-                inputs = modified if isinstance(modified, tuple) else (modified,)
+        if self._forward_pre_hooks:
+            for hook in self._forward_pre_hooks.values():
+                modified = hook(self, inputs)
+                if modified is not None:
+                    inputs = modified if isinstance(modified, tuple) else (modified,)
         rec = active_recorder()
         if rec is None or not rec.names_values:
             outputs = self.forward(*inputs, **kwargs)
@@ -115,10 +116,11 @@ class Module(metaclass=ABCMeta):
             scope = self.name if self.name is not None else self._short_name
             with rec.scope(scope or type(self).__name__, tensors):
                 outputs = self.forward(*inputs, **kwargs)
-        for hook in self._forward_hooks.values():
-            modified = hook(self, inputs, outputs)
-            if modified is not None:
-                outputs = modified
+        if self._forward_hooks:
+            for hook in self._forward_hooks.values():
+                modified = hook(self, inputs, outputs)
+                if modified is not None:
+                    outputs = modified
         return outputs
 
     # -- traversal --------------------------------------------------------------------

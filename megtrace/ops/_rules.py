@@ -34,6 +34,9 @@ def norm_axis(op: str, axis: int, ndim: int) -> int:
 
 def pair(name: str, value) -> tuple[int, int]:
     """MegEngine accepts an int or a pair for kernel/stride/padding/dilation."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int \
+            and type(value[1]) is int:
+        return value          # already normalized (a module's stored stride, padding)
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError(f"{name}: expected an int or a pair of ints, got {value!r}")

@@ -133,7 +133,13 @@ def _insert_zeros(V, g, nd: int, stride, extra):
 
 
 def conv_weight_grad(V, x, g, w_shape, nd: int, stride, padding, dilation):
-    """d<g, conv(x, w)>/dw for a dense or grouped weight of shape `w_shape`."""
+    """d<g, conv(x, w)>/dw for a dense or grouped weight of shape `w_shape`. A strided 2-D
+    convolution's is assembled from stride-1 ones (`_strided_weight_grad`): the direct
+    form convolves with dilation = stride, which the CPU convolution rules do not take."""
+    if nd == 2 and any(s > 1 for s in stride) and tuple(dilation) == (1,) * nd and \
+            all(s * (o - 1) + k <= size + 2 * p for s, o, k, size, p in zip(
+                stride, g.shape[2:], w_shape[-nd:], x.shape[2:], padding)):
+        return _strided_weight_grad(V, x, g, w_shape, nd, stride, padding)
     grouped = len(w_shape) == nd + 3
     groups = w_shape[0] if grouped else 1
     ocg, icg, *kernel = w_shape[-(nd + 2):]
@@ -153,6 +159,57 @@ def conv_weight_grad(V, x, g, w_shape, nd: int, stride, padding, dilation):
     out = V.apply("reshape", out, shape=(icg, groups, ocg) + tuple(kernel))
     out = V.apply("transpose", out, pattern=(1, 2, 0) + rest)         # (G, OCg, ICg, *K)
     return V.apply("reshape", out, shape=tuple(w_shape))
+
+
+def _strided_weight_grad(V, x, g, w_shape, nd: int, stride, padding):
+    """Polyphase: the taps r, r + s, r + 2s, ... of a stride-s weight meet only the input
+    rows r, r + s, ... of the padded input, so each phase is the weight gradient of a
+    stride-1 convolution over that subsampled input; the phases, zero-filled to
+    ceil(k / s) taps, interleave into the kernel."""
+    kernel = tuple(w_shape[-nd:])
+    taps = tuple(-(-k // s) for k, s in zip(kernel, stride))       # ceil(k / s)
+    out = tuple(g.shape[2:])
+    xp = _pad_zeros(V, x, padding)
+    lead = tuple(w_shape[:-nd])
+    rows = []
+    for r in range(stride[0]):
+        blocks = []
+        for c in range(stride[1]):
+            phase = tuple((r, c))
+            k_phase = tuple(-(-(k - q) // s) for k, q, s in zip(kernel, phase, stride))
+            if 0 in k_phase:             # no tap of this phase (kernel smaller than stride)
+                part = V.apply("broadcast_to", V.const(0, g), shape=lead + taps)
+            else:
+                index = tuple((2 + i, q, q + s * (o + kp - 2) + 1, s, None) for i, (q, s, o, kp)
+                              in enumerate(zip(phase, stride, out, k_phase)))
+                part = conv_weight_grad(V, V.apply("subtensor", xp, index=index), g,
+                                        lead + k_phase, nd, (1,) * nd, (0,) * nd, (1,) * nd)
+                part = _pad_zeros(V, part, (0,) * nd,
+                                  tuple(t - kp for t, kp in zip(taps, k_phase)),
+                                  first_axis=len(lead))
+            blocks.append(V.apply("reshape", part, shape=lead + (taps[0], 1, taps[1], 1)))
+        rows.append(V.apply("concat", *blocks, axis=len(lead) + 3))
+    full = V.apply("concat", *rows, axis=len(lead) + 1)       # (*lead, K0, s0, K1, s1)
+    full = V.apply("reshape", full, shape=lead + tuple(t * s for t, s in zip(taps, stride)))
+    if tuple(full.shape[-nd:]) != kernel:
+        full = V.apply("subtensor", full, index=tuple((len(lead) + i, 0, k, None, None)
+                                                      for i, k in enumerate(kernel)))
+    return full
+
+
+def _pad_zeros(V, x, before, after=None, first_axis: int = 2):
+    """x with zeros added before (and after: default the same) each axis from `first_axis`."""
+    after = before if after is None else after
+    for i, (b, a) in enumerate(zip(before, after)):
+        axis = first_axis + i
+        parts = []
+        for count in (b, a):
+            shape = tuple(x.shape[:axis]) + (count,) + tuple(x.shape[axis + 1:])
+            parts.append(V.apply("broadcast_to", V.const(0, x), shape=shape) if count else None)
+        pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+        if len(pieces) > 1:
+            x = V.apply("concat", *pieces, axis=axis)
+    return x
 
 
 def conv_vjp(nd: int):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
-from . import nn
+from . import image, nn, warp
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 
 FORMATS = {8: "NCHW88", 4: "NCHW44"}
@@ -245,3 +245,50 @@ def _pool_emit(em, types, p, inputs):
 register(OpDef("pool2d_nchwxx", eager=_pool_eager, infer=_pool_infer, lower=_pool_lower,
                params={"mode": "max", "kernel": (2, 2), "stride": (2, 2), "padding": (0, 0)},
                mge=MgeComposite(_pool_emit), vjp=NOT_DIFFERENTIABLE))
+
+
+# -- adaptive pooling and resize: MegEngine's AdaptivePooling / Resize with format=NCHW88|44
+def _blocked_infer(name: str, base_infer):
+    def infer(x, **params):
+        if x.ndim != 5 or x.shape[4] not in FORMATS:
+            raise ShapeError(f"{name}: input must be (N, C/p, H, W, p) with p 8 or 4; got {x}")
+        n, cb, h, w, p = x.shape
+        return _blocked_type(base_infer(TensorType((n, cb * p, h, w), x.dtype), **params), p)
+    return infer
+
+
+def _blocked_eager(base_eager):
+    return lambda x, **params: to_blocked(base_eager(from_blocked(x), **params), x.shape[4])
+
+
+def _blocked_lower(base_lower):
+    def lower(L, x, **params):
+        n, cb, h, w, p = L.types[0].shape
+        y = base_lower(_NchwContext(L, [TensorType((n, cb * p, h, w), L.types[0].dtype)]),
+                       _r_from_blocked(L.R, x, L.types[0]), **params)
+        return _r_to_blocked(L.R, y, L.out)
+    return lower
+
+
+def _adaptive_emit(em, types, p, inputs):
+    mode = "MAX_" if p["mode"] == "max" else "AVERAGE"
+    return em.opr(image.ADAPTIVE_POOLING, {"mode": mode, "format": FORMATS[types[0].shape[4]]},
+                  [inputs[0], em.const(np.array(p["out"], np.int32))])
+
+
+def _resize_emit(em, types, p, inputs):
+    return em.opr(warp.RESIZE, {"imode": warp._RESIZE_MODES[p["mode"]],
+                                "format": FORMATS[types[0].shape[4]]},
+                  [inputs[0], warp._size_const(em, p["size"])])
+
+
+register(OpDef("adaptive_pool2d_nchwxx", params={"mode": "average", "out": (1, 1)},
+               eager=_blocked_eager(image._adaptive_eager),
+               infer=_blocked_infer("adaptive_pool2d_nchwxx", image._adaptive_infer),
+               lower=_blocked_lower(image._adaptive_lower), mge=MgeComposite(_adaptive_emit),
+               vjp=NOT_DIFFERENTIABLE))
+register(OpDef("resize_nchwxx", params={"size": (1, 1), "mode": "linear"},
+               eager=_blocked_eager(warp._resize_eager),
+               infer=_blocked_infer("resize_nchwxx", warp._resize_infer),
+               lower=_blocked_lower(warp._resize_lower), mge=MgeComposite(_resize_emit),
+               opaque_in_optimize=True, vjp=NOT_DIFFERENTIABLE))

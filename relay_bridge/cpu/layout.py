@@ -80,12 +80,6 @@ def pack_activation(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out.reshape(n, -1, BLOCK, h, w).transpose(0, 1, 3, 4, 2))
 
 
-def unpack_activation(x: np.ndarray, c: int) -> np.ndarray:
-    """NCHW16c -> NCHW (dropping padded channels) in NumPy."""
-    n, cb, h, w, b = x.shape
-    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)[:, :c])
-
-
 # -- the same transforms as TE computes, for values only known at run time -------------
 # These functions are fused by Relax with legalized ops, whose shapes are int64, so
 # their shapes are int64 too (FuseTIR rejects a buffer seen with two shape dtypes).

@@ -14,7 +14,7 @@ PARAMS = ("format", "compute_mode", "data_type", "nonlineMode", "mode")
 # serialized type -> the name MegEngine's Network gives the opr
 GRAPH_NAMES = {"Convolution": "ConvolutionForward", "ConvolutionV2": "ConvolutionForward",
                "ConvBiasForwardV4": "ConvBiasForward", "Pooling": "PoolingForward",
-               "AdaptivePooling": "AdaptivePoolingForward", "MultipleDeviceTensorHolder":
+               "AdaptivePooling": "AdaptivePoolingForward", "Resize": "ResizeForward", "MultipleDeviceTensorHolder":
                "ImmutableTensor", "SharedDeviceTensor": "ImmutableTensor"}
 REDUCE_DATA_TYPES = {0: "DEFAULT", 1: "FLOAT_IO16xC32", 2: "FLOAT_O32xC32", 3: "FLOAT_O16xC32"}
 

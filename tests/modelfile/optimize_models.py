@@ -1,11 +1,13 @@
 """The models the optimize_for_inference option tests dump (the conv net, tests/zoo_models'
-ResNet-18-like and MobileNetV2-like), traced and dumped once per session, and real
-MegEngine's summaries of the same (tests/data/make_megengine_optimize_options.py)."""
+ResNet-18-like and MobileNetV2-like; tests/layout_models' PadNet and BlockNet), traced and
+dumped once per session, and real MegEngine's summaries of the same
+(tests/data/make_megengine_optimize_options.py, make_megengine_layout_models.py)."""
 import io
 import json
 
 import numpy as np
 from conftest import TESTS
+from layout_models import LAYOUT_MODELS
 from models import ConvNet, randomize_bn
 from zoo_models import FAMILIES
 
@@ -13,6 +15,7 @@ import megtrace as mge
 from megtrace.jit import trace
 
 GOLDEN = json.loads((TESTS / "data" / "megengine_optimize_options.json").read_text())
+LAYOUT_GOLDEN = json.loads((TESTS / "data" / "megengine_layout_models.json").read_text())
 MODELS = ["convnet", "resnet", "mobilenet_v2"]
 
 
@@ -27,9 +30,13 @@ def traced(name: str):
     """(traced function, input, eager float32 output) per model, built once."""
     if name not in _TRACED:
         rng = np.random.default_rng(0)
-        net = ConvNet() if name == "convnet" else FAMILIES[name][0]()
+        if name in LAYOUT_MODELS:
+            net, shape = LAYOUT_MODELS[name][0](), LAYOUT_MODELS[name][1]
+        else:
+            net = ConvNet() if name == "convnet" else FAMILIES[name][0]()
+            shape = (1, 3, 32, 32) if name == "convnet" else (1, 3, 64, 64)
         randomize_bn(net, rng).eval()
-        x = rng.normal(size=(1, 3, 32, 32) if name == "convnet" else (1, 3, 64, 64))
+        x = rng.normal(size=shape)
         x = x.astype(np.float32)
         want = net(mge.tensor(x)).numpy()
 
