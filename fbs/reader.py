@@ -15,10 +15,10 @@ import numpy as np
 
 from megtrace import dtype as _dt
 from megtrace import safe_pickle
-from megtrace.errors import FormatError
+from megtrace.errors import FormatError, UnsupportedModelError
 
 from . import tables
-from .oprs import name_of
+from .oprs import identity, name_of
 
 FBS_V1_MAGICS = {0x4342474D: "FBS (MGBC)", 0x5342474D: "FBS (MGBS, 8.14 compatible)"}
 TESTCASE_MAGIC = b"mgbtest0"
@@ -164,6 +164,9 @@ def _read_opr(op, buf: bytes, chk: _Checker) -> Opr:
     type_name = name_of(type_id, version)
     if type_name is None:
         shown = (op.Type() or b"?").decode("utf-8", "replace")
+        if op.Type() and identity(shown) == (type_id, version):   # a real MegEngine opr
+            raise UnsupportedModelError(f"operator {shown!r} is a MegEngine 1.13 operator "
+                                        "megtrace does not implement")
         raise FormatError(f"unknown operator {shown!r} (type_id {type_id}, opr_version "
                           f"{version}): megtrace cannot read it")
     params = []
