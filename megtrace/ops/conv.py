@@ -83,53 +83,14 @@ def _spatial_index(nd: int, sizes) -> tuple:
 
 
 def conv_input_grad(V, g, w, x_shape, nd: int, stride, padding, dilation):
-    """d<g, conv(x, w)>/dx: conv_transpose of g with w (its layout fits as it is); for a
-    dense 2-D weight, the same sum written as a stride-1 convolution (`_input_grad_conv`)
-    so that it compiles through the CPU convolution rules like forward convolutions."""
+    """d<g, conv(x, w)>/dx: conv_transpose of g with w (its layout fits as it is), as
+    MegEngine's ConvolutionBackwardData; the build runs it through the CPU convolution
+    rules as a sub-pixel convolution (relay_bridge/cpu/transposed_conv.py)."""
     kernel = tuple(w.shape[-nd:])
     extra = tuple((x_shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)
                   % stride[i] for i in range(nd))
-    if nd == 2 and w.ndim == nd + 2 and \
-            all(p <= d * (k - 1) for p, d, k in zip(padding, dilation, kernel)):
-        return _input_grad_conv(V, g, w, nd, stride, padding, dilation, extra)
     return V.apply(f"conv_transpose{nd}d", g, w, stride=tuple(stride), padding=tuple(padding),
                    output_padding=extra, dilation=tuple(dilation))
-
-
-def _input_grad_conv(V, g, w, nd: int, stride, padding, dilation, extra):
-    """conv_transpose(g, w) as conv(g', w'): g' is g with stride - 1 zeros after every
-    element along each spatial axis (and `extra` more at the end), w' the weight with
-    input and output channels swapped and its taps reversed, padded by d * (k - 1) - p."""
-    kernel = tuple(w.shape[-nd:])
-    flipped = V.apply("subtensor", w, index=tuple((2 + i, None, None, -1, None)
-                                                  for i in range(nd)))
-    flipped = V.apply("transpose", flipped, pattern=(1, 0) + tuple(range(2, 2 + nd)))
-    if any(s > 1 for s in stride):
-        g = _insert_zeros(V, g, nd, stride, extra)
-    pad = tuple(d * (k - 1) - p for p, d, k in zip(padding, dilation, kernel))
-    return V.apply(f"conv{nd}d", g, flipped, stride=(1,) * nd, padding=pad,
-                   dilation=tuple(dilation))
-
-
-def _insert_zeros(V, g, nd: int, stride, extra):
-    """g (N, C, *S) spread out to (N, C, *((S - 1) * stride + 1 + extra)) with zeros
-    between its elements (the input of a strided convolution's input gradient)."""
-    n, c, sizes = g.shape[0], g.shape[1], tuple(g.shape[2:])
-    # (N, C, S0, 1, S1, 1, ...): a unit axis after each spatial one grows to `stride`
-    spread = (n, c) + tuple(v for size in sizes for v in (size, 1))
-    g = V.apply("reshape", g, shape=spread)
-    for i, s in enumerate(stride):
-        if s > 1:
-            axis = 3 + 2 * i
-            shape = tuple(g.shape[:axis]) + (s - 1,) + tuple(g.shape[axis + 1:])
-            zeros = V.apply("broadcast_to", V.const(0, g), shape=shape)
-            g = V.apply("concat", g, zeros, axis=axis)
-    g = V.apply("reshape", g, shape=(n, c) + tuple(size * s for size, s in zip(sizes, stride)))
-    keep = tuple((size - 1) * s + 1 + e for size, s, e in zip(sizes, stride, extra))
-    if keep != tuple(g.shape[2:]):
-        g = V.apply("subtensor", g, index=tuple((2 + i, 0, k, None, None)
-                                                for i, k in enumerate(keep)))
-    return g
 
 
 def conv_weight_grad(V, x, g, w_shape, nd: int, stride, padding, dilation):
