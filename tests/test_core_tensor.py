@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import megtrace as mge
+import megtrace.functional as F
 from megtrace import Parameter, Tensor
 from megtrace.jit import trace
 
@@ -128,3 +129,24 @@ def test_tensor_of_an_eager_tensor_inside_a_trace_is_a_constant():
         return x * scale
     for _ in range(3):
         assert f(Tensor([1.0, 1.0])).numpy().tolist() == [2.0, 3.0]
+
+
+def test_zero_dim_results_are_zero_dim_arrays():
+    """MegEngine's Tensor.numpy() of a 0-d result is a 0-d ndarray, never a NumPy scalar
+    (MegEngine's opr_test helper asserts isinstance(x, np.ndarray))."""
+    x = mge.tensor(np.array([[3.0, 1.0, 2.0]], np.float32))
+    for t in (F.argmax(x), F.argmin(x), F.sum(x), x[0, 1]):
+        got = t.numpy()
+        assert type(got) is np.ndarray and got.ndim == 0
+
+
+def test_concat_and_stack_promote_mixed_dtypes():
+    """MegEngine converts Concat/Stack inputs to their promoted dtype first (int32 with
+    float32 joins as float32), as NumPy's concatenate does."""
+    a = np.arange(3, dtype=np.int32)
+    b = np.array([0.5, 1.5, 2.5], np.float32)
+    joined = F.concat([mge.tensor(a), mge.tensor(b)])
+    assert joined.dtype == np.float32
+    np.testing.assert_array_equal(joined.numpy(), np.concatenate([a, b]).astype(np.float32))
+    stacked = F.stack([mge.tensor(a), mge.tensor(b)], axis=0)
+    np.testing.assert_array_equal(stacked.numpy(), np.stack([a, b]).astype(np.float32))
