@@ -1,0 +1,89 @@
+"""TracedModule.flatten: one graph for the whole model, every called TracedModule's graph
+inlined at its call, attribute fetches merged into paths from the top module."""
+from __future__ import annotations
+
+import copy
+
+from .expr import Constant, Expr, GetAttr, is_call_module
+from .node import Node
+
+
+def _redirect(graph, old: Node, new: Node, readers: list[Expr]) -> None:
+    for user in readers:
+        user.inputs[:] = [new if n is old else n for n in user.inputs]
+        new.users.append(user)
+    graph._outputs[:] = [new if n is old else n for n in graph._outputs]
+
+
+def _inline(graph, exprs: list[Expr]) -> list[Expr]:
+    from .traced_module import TracedModule
+    flat: list[Expr] = []
+    for expr in exprs:
+        owner = expr.inputs[0].owner if is_call_module(expr) else None
+        if not isinstance(owner, TracedModule) or owner.is_qat or expr.arg_def not in \
+                owner.argdef_graph_map:
+            flat.append(expr)
+            continue
+        sub = owner.argdef_graph_map[expr.arg_def]
+        memo = {id(e.value): e.value for e in sub._exprs if isinstance(e, Constant)}
+        sub = copy.deepcopy(sub, memo)
+        given = {id(n): m for n, m in zip(sub._inputs, expr.inputs)}
+        for e in sub._exprs:
+            for i, n in enumerate(e.inputs):
+                if id(n) in given:
+                    e.inputs[i] = given[id(n)]
+                    given[id(n)].users.append(e)
+        for node in expr.inputs:
+            while expr in node.users:
+                node.users.remove(expr)
+        prefix = expr.inputs[0].name
+        for e in sub._exprs:
+            for n in e.outputs:
+                n._name = f"{prefix}_{n._name}"
+        for call_out, sub_out in zip(expr.outputs, sub._outputs):
+            made = given.get(id(sub_out), sub_out)
+            _redirect(graph, call_out, made, list(call_out.users))
+        flat.extend(_inline(graph, sub._exprs))
+    return flat
+
+
+def _merge_getattrs(graph) -> None:
+    """getattr(getattr(self, "a"), "b") -> getattr(self, "a.b"); equal fetches become one."""
+    seen: dict[tuple[int, str], Node] = {}
+    for expr in graph._exprs:
+        if not isinstance(expr, GetAttr):
+            continue
+        base = expr.inputs[0]
+        if isinstance(base.expr, GetAttr):
+            expr.name = f"{base.expr.name}.{expr.name}"
+            base.users.remove(expr)
+            expr.inputs[0] = base.expr.inputs[0]
+            expr.inputs[0].users.append(expr)
+        key = (id(expr.inputs[0]), expr.name)
+        if key in seen:
+            out = expr.outputs[0]
+            _redirect(graph, out, seen[key], list(out.users))
+            out.users.clear()
+        else:
+            seen[key] = expr.outputs[0]
+
+
+def flatten_module(module):
+    new = copy.deepcopy(module)
+    graph = new.graph
+    graph._exprs = _inline(graph, graph._exprs)
+    _merge_getattrs(graph)
+    graph.compile()
+    for expr in graph._exprs:
+        graph._own(expr)
+    graph._namespace.used_names.clear()
+    for node in graph.nodes(False):
+        node._name = graph._namespace.create_unique_name(node._name or "_", node)
+        if isinstance(node.expr, GetAttr):
+            node._qualname = f"{graph._qualname}.{node.expr.name}"
+    new._bind_graphs()
+    graph._reset_ids()
+    return new
+
+
+__all__ = ["flatten_module"]
