@@ -37,42 +37,31 @@ def _inline(graph, exprs: list[Expr]) -> list[Expr]:
             while expr in node.users:
                 node.users.remove(expr)
         prefix = expr.inputs[0].name
+        outputs = {id(o) for o in sub._outputs}
         for e in sub._exprs:
             for n in e.outputs:
-                n._name = f"{prefix}_{n._name}"
+                if id(n) not in outputs:
+                    n._name = f"{prefix}_{n._name}"
         for call_out, sub_out in zip(expr.outputs, sub._outputs):
-            made = given.get(id(sub_out), sub_out)
-            _redirect(graph, call_out, made, list(call_out.users))
+            if id(sub_out) in given:      # the subgraph hands an input straight back
+                _redirect(graph, call_out, given[id(sub_out)], list(call_out.users))
+                continue
+            # the call's result node (and its name) is now made by the inlined expr
+            maker = sub_out.expr
+            maker.outputs[:] = [call_out if n is sub_out else n for n in maker.outputs]
+            call_out.expr = maker
+            call_out._qualname = sub_out._qualname
+            for user in sub_out.users:
+                user.inputs[:] = [call_out if n is sub_out else n for n in user.inputs]
+                call_out.users.append(user)
         flat.extend(_inline(graph, sub._exprs))
     return flat
-
-
-def _merge_getattrs(graph) -> None:
-    """getattr(getattr(self, "a"), "b") -> getattr(self, "a.b"); equal fetches become one."""
-    seen: dict[tuple[int, str], Node] = {}
-    for expr in graph._exprs:
-        if not isinstance(expr, GetAttr):
-            continue
-        base = expr.inputs[0]
-        if isinstance(base.expr, GetAttr):
-            expr.name = f"{base.expr.name}.{expr.name}"
-            base.users.remove(expr)
-            expr.inputs[0] = base.expr.inputs[0]
-            expr.inputs[0].users.append(expr)
-        key = (id(expr.inputs[0]), expr.name)
-        if key in seen:
-            out = expr.outputs[0]
-            _redirect(graph, out, seen[key], list(out.users))
-            out.users.clear()
-        else:
-            seen[key] = expr.outputs[0]
 
 
 def flatten_module(module):
     new = copy.deepcopy(module)
     graph = new.graph
     graph._exprs = _inline(graph, graph._exprs)
-    _merge_getattrs(graph)
     graph.compile()
     for expr in graph._exprs:
         graph._own(expr)

@@ -124,25 +124,29 @@ class InternalGraph:
         return self._top_graph() if self._top_graph is not None else None
 
     # -- queries ------------------------------------------------------------------------
-    def _iter_exprs(self, recursive: bool):
+    def _iter_exprs(self, recursive: bool, visited: Optional[set] = None):
+        """The Input exprs, then the exprs in order; a called TracedModule's graph follows
+        its call (the first time it is called)."""
+        visited = set() if visited is None else visited
+        seen_inputs = set()
+        for node in self._inputs:
+            if id(node) not in seen_inputs and node.expr is not None:
+                seen_inputs.add(id(node))
+                yield node.expr
         for expr in self._exprs:
             yield expr
-            if recursive and isinstance(expr, CallMethod) and expr.graph is not None:
-                yield from expr.graph._iter_exprs(True)
+            sub = expr.graph if recursive and isinstance(expr, CallMethod) else None
+            if sub is not None and id(sub) not in visited:
+                visited.add(id(sub))
+                yield from sub._iter_exprs(True, visited)
 
     def _iter_nodes(self, recursive: bool):
         seen = set()
-        for node in self._inputs:
-            if id(node) not in seen:
-                seen.add(id(node))
-                yield node
-        for expr in self._exprs:
+        for expr in self._iter_exprs(recursive):
             for node in expr.outputs:
                 if id(node) not in seen:
                     seen.add(id(node))
                     yield node
-            if recursive and isinstance(expr, CallMethod) and expr.graph is not None:
-                yield from expr.graph._iter_nodes(True)
 
     def exprs(self, recursive: bool = True) -> ExprFilter:
         return ExprFilter(lambda: self._iter_exprs(recursive))
@@ -238,8 +242,33 @@ class InternalGraph:
                     owner.argdef_outdef_map[key] = tree_flatten(
                         current, is_leaf=lambda x: isinstance(x, Node))[1]
 
+    def _merge_getattr_expr(self) -> None:
+        """getattr(getattr(self, "a"), "b") becomes getattr(self, "a.b"); fetches of the
+        same attribute become one."""
+        seen: dict[tuple[int, str], Node] = {}
+        for expr in self._exprs:
+            if not isinstance(expr, GetAttr):
+                continue
+            base = expr.inputs[0]
+            if isinstance(base.expr, GetAttr) and base.expr in self._exprs:
+                expr.name = f"{base.expr.name}.{expr.name}"
+                base.users.remove(expr)
+                expr.inputs[0] = base.expr.inputs[0]
+                expr.inputs[0].users.append(expr)
+            key = (id(expr.inputs[0]), expr.name)
+            if key not in seen:
+                seen[key] = expr.outputs[0]
+                continue
+            old, keep = expr.outputs[0], seen[key]
+            for user in list(old.users):
+                user.inputs[:] = [keep if n is old else n for n in user.inputs]
+                keep.users.append(user)
+            old.users.clear()
+            self._outputs[:] = [keep if n is old else n for n in self._outputs]
+
     def compile(self) -> None:
-        """Drop the exprs the outputs do not depend on."""
+        """Merge repeated attribute fetches and drop the exprs the outputs do not need."""
+        self._merge_getattr_expr()
         needed = {id(e) for e in self.get_dep_exprs(self._outputs)}
         for expr in list(self._exprs):
             if id(expr) in needed or expr._disable_remove:

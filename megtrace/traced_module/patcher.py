@@ -62,6 +62,7 @@ class Patcher:
             if original is not _MISSING and callable(original):
                 self._set_attr(Tensor, name, self._method_wrapper(name, original))
         self._set_attr(Module, "__call__", self._module_call_wrapper(Module.__call__))
+        self._set_attr(Module, "__getattribute__", self._module_getattribute())
         return self
 
     def __exit__(self, *exc):
@@ -120,6 +121,21 @@ class Patcher:
             return tracer.call_method(name, original, args, kwargs)
 
         return wrapper
+
+    def _module_getattribute(self) -> Callable:
+        """Reading `self.sub` in a traced forward fetches it into the graph right then
+        (MegEngine records GetAttr at the access, so the graph's order follows the code)."""
+        tracer = self._tracer
+        plain = object.__getattribute__
+
+        def getattribute(module, name):
+            value = plain(module, name)
+            if isinstance(value, (Module, Tensor)) and tracer.recording_calls() and \
+                    tracer.scopes and tracer.scope.module is module:
+                tracer.node_for(value)
+            return value
+
+        return getattribute
 
     def _module_call_wrapper(self, original: Callable) -> Callable:
         tracer = self._tracer

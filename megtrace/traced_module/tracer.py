@@ -298,6 +298,7 @@ class Tracer:
             return self._on_nodes(lambda a, k: self.call_module(module, a, k, call),
                                   args, kwargs)
         args, kwargs = convert_kwargs_to_args(type(module).forward, args, kwargs, bound=True)
+        self._fresh_fetch_for_repeated_call(module)
         leaves, arg_def = tree_flatten(((module, *args), kwargs))
         expr = CallMethod("__call__")
         expr.arg_def = arg_def
@@ -312,6 +313,20 @@ class Tracer:
             result = self._trace_forward(builder, expr.inputs[0], leaves, arg_def,
                                          args, kwargs)
         return self._finish(expr, result)
+
+    def _fresh_fetch_for_repeated_call(self, module: Module) -> None:
+        """A submodule called again is fetched again (MegEngine reads `self.block` anew on
+        each call: the second call's results are named block_1_out); compile() merges the
+        fetches."""
+        scope = self.scope
+        node = scope.node_of(module)
+        if node is None or not isinstance(node.expr, GetAttr) or not any(
+                isinstance(u, CallMethod) and u.method == "__call__" and u.inputs[0] is node
+                for u in node.users):
+            return
+        fresh = self._new_node(module)
+        scope.graph._insert(GetAttr(node.expr.inputs[0], node.expr.name, fresh))
+        scope.bind(module, fresh)
 
     def _trace_forward(self, builder: Builder, module_node: ModuleNode, leaves: list,
                        arg_def: TreeDef, args: tuple, kwargs: dict):
