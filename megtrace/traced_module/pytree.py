@@ -12,8 +12,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ..device import CompNode
 from ..module.module import Module
 from ..tensor import Tensor
+from .node import ModuleNode, Node, TensorNode
 
 
 class ArgsIndex:
@@ -34,7 +36,8 @@ class _NodeType(NamedTuple):
 SUPPORTED_TYPE: dict[type, _NodeType] = {}
 SUPPORTED_LEAF_TYPE: set[type] = {str, int, float, bool, complex, bytes, bytearray, type(None),
                                    type(Ellipsis), ArgsIndex}
-SUPPORTED_LEAF_CLS: list[type] = [Tensor, Module, np.dtype, np.ndarray, np.number, np.bool_]
+SUPPORTED_LEAF_CLS: list[type] = [Tensor, Module, Node, CompNode, np.dtype, np.ndarray,
+                                   np.number, np.bool_]
 USER_REGISTERED_LEAF_TYPE: list[tuple[str, str]] = []
 USER_REGISTERED_CONTAINER_TYPE: list[tuple[str, str]] = []
 
@@ -69,12 +72,6 @@ SUPPORTED_TYPE[slice] = _NodeType(lambda x: ([x.start, x.stop, x.step], None),
                                   lambda v, _: slice(*v))
 
 
-def register_leaf_class(cls: type) -> None:
-    """megtrace-internal: another class of constant leaf (device names, dtypes, nodes)."""
-    if cls not in SUPPORTED_LEAF_CLS:
-        SUPPORTED_LEAF_CLS.append(cls)
-
-
 def is_leaf(obj) -> bool:
     tp = obj if isinstance(obj, type) else type(obj)
     return tp in SUPPORTED_LEAF_TYPE or issubclass(tp, tuple(SUPPORTED_LEAF_CLS))
@@ -82,12 +79,10 @@ def is_leaf(obj) -> bool:
 
 def is_variable(obj) -> bool:
     """Leaves that become graph nodes rather than constants."""
-    from .node import Node
     return isinstance(obj, (Tensor, Module, Node))
 
 
 def _leaf_kind(obj) -> str:
-    from .node import ModuleNode, TensorNode
     if isinstance(obj, (Tensor, TensorNode)):
         return "tensor"
     if isinstance(obj, (Module, ModuleNode)):
