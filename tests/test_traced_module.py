@@ -314,3 +314,20 @@ def test_bad_input_gets_megengine_errors(rng):
         trace_module(ReturnsInt(), _tensor(rng, 2))
     with pytest.raises(TypeError, match="missing required positional arguments: x"):
         trace_module(ReturnsInt())
+
+
+class RandomMask(M.Module):
+    def forward(self, x):
+        return F.dropout(x, 0.5, training=True)
+
+
+def test_default_checker_compares_replay_with_original(rng, monkeypatch):
+    from megtrace.traced_module import disable_default_checker, tm_config
+    x = _tensor(rng, 64)
+    with pytest.raises(AssertionError, match="Not equal to tolerance"):
+        trace_module(RandomMask(), x)          # a new mask on replay: outputs differ
+    monkeypatch.setitem(tm_config._checks, "default", True)
+    disable_default_checker()
+    tm = trace_module(RandomMask(), x)
+    kept = tm(x).numpy() != 0
+    assert 0 < kept.sum() < 64                 # dropout is replayed, not frozen

@@ -6,6 +6,8 @@ import inspect
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
+
 from ..module.module import Module
 from ..tensor import Tensor
 from . import serialize
@@ -13,7 +15,8 @@ from .expr import Constant, GetAttr, Input, _get_attr_path
 from .graph import InternalGraph
 from .node import ModuleNode, Node
 from .patcher import USER_FUNCTIONS
-from .pytree import TreeDef, tree_flatten
+from .pytree import tree_flatten
+from .tm_config import default_checker_enabled
 from .tracer import BUILTIN_MODULES, Builder, Scope, Tracer, convert_kwargs_to_args
 
 
@@ -190,11 +193,16 @@ def wrap(func: Callable) -> Callable:
 
 
 def _register_all_builtin_module() -> None:
+    """megtrace.module's layers (and its qat/quantized/external families where present)
+    are builtin, except Sequential, whose forward is traced into."""
     from .. import module as M
-    for value in vars(M).values():
-        if isinstance(value, type) and issubclass(value, Module) and \
-                value not in (Module, M.Sequential):
-            BUILTIN_MODULES.add(value)
+    namespaces = [M] + [getattr(M, sub) for sub in ("qat", "quantized", "external")
+                        if hasattr(M, sub)]
+    for namespace in namespaces:
+        for value in vars(namespace).values():
+            if isinstance(value, type) and issubclass(value, Module) and \
+                    value not in (Module, M.Sequential):
+                BUILTIN_MODULES.add(value)
 
 
 def _forward_argspec(module: Module) -> inspect.FullArgSpec:
@@ -277,6 +285,7 @@ def trace_module(mod: Module, *args: Any, **kwargs: Any) -> TracedModule:
         tracer.scopes.append(scope)
         args, kwargs = convert_kwargs_to_args(argspec, args, kwargs, True)
         tree_flatten((argspec.defaults, argspec.kwonlydefaults))
+        original_args, original_kwargs = args, kwargs
         args, kwargs = copy.deepcopy((args, kwargs))
         leaves, _ = tree_flatten((args, kwargs))
         for i, leaf in enumerate(leaves):
@@ -285,10 +294,20 @@ def trace_module(mod: Module, *args: Any, **kwargs: Any) -> TracedModule:
                 root._insert(inp)
                 root._add_input(inp.outputs[0])
                 scope.bind(leaf, inp.outputs[0])
-        mod(*args, **kwargs)
+        result = mod(*args, **kwargs)
         tracer.scopes.pop()
     traced = _Build(tracer.builders).module(builder)
     traced.argspec = argspec
     traced._bind_graphs()
     traced.graph._reset_ids()
+    if default_checker_enabled():
+        _check_outputs(traced(*original_args, **original_kwargs), result)
     return traced
+
+
+def _check_outputs(got, want) -> None:
+    """MegEngine's default checker: the traced module must reproduce the outputs."""
+    got_leaves, _ = tree_flatten(got, is_leaf=lambda x: isinstance(x, Tensor))
+    want_leaves, _ = tree_flatten(want, is_leaf=lambda x: isinstance(x, Tensor))
+    for g, w in zip(got_leaves, want_leaves):
+        np.testing.assert_allclose(g.numpy(), w.numpy())
