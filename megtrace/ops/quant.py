@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes
 from .registry import MgeComposite, MgeOpr, OpDef, register
@@ -35,7 +35,7 @@ def _infer(op: str):
         _check_float(op, x, *others)
         for t in others:
             if broadcast_shapes(op, x.shape, t.shape) != tuple(x.shape):
-                raise ValueError(f"{op}: {t} does not broadcast to the input {x}")
+                raise ShapeError(f"{op}: {t} does not broadcast to the input {x}")
         if qmin > qmax:
             raise ValueError(f"{op}: qmin {qmin} is greater than qmax {qmax}")
         return TensorType(tuple(x.shape), x.dtype)
