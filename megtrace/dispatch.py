@@ -91,23 +91,25 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     op = get(op) if isinstance(op, str) else op
     stack = _active.stack
     rec = stack[-1] if stack else None
-    if rec is not None:
-        outs = rec.record(op, inputs, params)
-    else:
-        from .tensor import Tensor
-        kwargs = dict(op.bind(params))
-        # a tensor a finished trace left behind (param.grad after a traced step) has its
-        # value with that trace: read it as numpy() would
-        arrays = [t._value if t._value is not None else _traced_value(t) for t in inputs]
-        op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
-        device = inputs[0]._device if inputs else None     # results live where inputs do
-        if dtr is None:
-            outs = tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
-        else:
-            outs = dtr.run(op, kwargs, inputs, arrays, device)
+    outs = rec.record(op, inputs, params) if rec is not None else run_eager(op, inputs, params)
     if tape_hook is not None:
         tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs
+
+
+def run_eager(op: OpDef, inputs: tuple, params: dict) -> tuple:
+    """Compute `op` on the inputs' values now (the no-recorder path of `apply`); a
+    recorder that also needs the values (traced_module's) calls it too."""
+    from .tensor import Tensor
+    kwargs = dict(op.bind(params))
+    # a tensor a finished trace left behind (param.grad after a traced step) has its
+    # value with that trace: read it as numpy() would
+    arrays = [t._value if t._value is not None else _traced_value(t) for t in inputs]
+    op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
+    device = inputs[0]._device if inputs else None     # results live where inputs do
+    if dtr is None:
+        return tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
+    return dtr.run(op, kwargs, inputs, arrays, device)
 
 
 def _traced_value(t: "Tensor"):

@@ -1,0 +1,294 @@
+"""TracedModule (a Module whose forward replays recorded graphs) and trace_module."""
+from __future__ import annotations
+
+import copy
+import inspect
+import weakref
+from typing import Any, Callable, Iterator, Sequence
+
+from ..module.module import Module
+from ..tensor import Tensor
+from . import serialize
+from .expr import Constant, GetAttr, Input, _get_attr_path
+from .graph import InternalGraph
+from .node import ModuleNode, Node
+from .patcher import USER_FUNCTIONS
+from .pytree import TreeDef, tree_flatten
+from .tracer import BUILTIN_MODULES, Builder, Scope, Tracer, convert_kwargs_to_args
+
+
+class GraphMap:
+    """argdef (TreeDef of the call's arguments) -> graph or output TreeDef. A mapping but
+    no dict, so Module's attribute walk (which looks into dicts) passes over it."""
+
+    def __init__(self, items=None):
+        self._items: dict = dict(items or {})
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __setitem__(self, key, value):
+        self._items[key] = value
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def items(self):
+        return self._items.items()
+
+
+class TracedModule(Module):
+    """The Module trace_module makes: `forward` picks the graph recorded for the structure
+    of its arguments and interprets it; `graph` shows (and lets you edit) that graph."""
+
+    def __init__(self, is_top: bool, argdef_graph_map: dict, argdef_outdef_map: dict,
+                 is_qat: bool = False):
+        super().__init__()
+        self.argdef_graph_map = GraphMap(argdef_graph_map)
+        self.argdef_outdef_map = GraphMap(argdef_outdef_map)
+        self._is_top = is_top
+        self.watch_points: list = []
+        self.watch_node_value: dict = {}
+        self.end_points: list = []
+        self.is_qat = is_qat
+        self.argspec = None
+
+    def forward(self, *args, **kwargs):
+        if self.argspec is not None:
+            args, kwargs = convert_kwargs_to_args(self.argspec, args, kwargs, True)
+        leaves, treedef = tree_flatten(((self, *args), kwargs))
+        if treedef not in self.argdef_graph_map:
+            raise AssertionError("support input args kwargs format: \n{}, but get: \n{}".format(
+                "\n ".join(f"forward({k._args_kwargs_repr()})"
+                           for k in self.argdef_graph_map.keys()),
+                treedef._args_kwargs_repr()))
+        inputs = [x for x in leaves if isinstance(x, (Module, Tensor))]
+        graph = self.argdef_graph_map[treedef]
+        values = graph.interpret(*inputs)
+        if self.watch_points:
+            self.watch_node_value = {}
+        if self.end_points:
+            return values
+        return self.argdef_outdef_map[treedef].unflatten(values)
+
+    @property
+    def graph(self) -> InternalGraph:
+        """The one graph of this module (traced for one argument structure)."""
+        if len(self.argdef_graph_map) != 1:
+            raise AssertionError("the module was traced for several argument structures; "
+                                 "use argdef_graph_map")
+        self._bind_graphs()
+        return list(self.argdef_graph_map.values())[0]
+
+    def set_end_points(self, nodes: Sequence[Node]) -> None:
+        """Stop the forward at `nodes` and return their values (a list)."""
+        if not isinstance(nodes, Sequence):
+            nodes = [nodes]
+        graph = self.graph
+        self.end_points = list(nodes)
+        graph._outputs = list(nodes)
+
+    def clear_end_points(self) -> None:
+        self.end_points = []
+
+    def _bind_graphs(self) -> None:
+        """Point every ModuleNode at the module it stands for (after building, loading,
+        copying or replacing submodules)."""
+        for graph in self.argdef_graph_map.values():
+            graph._inputs[0]._owner = weakref.ref(self)
+            objects = {id(graph._inputs[0]): self}
+            for expr in graph._exprs:
+                out = expr.outputs[0] if expr.outputs else None
+                if not isinstance(out, ModuleNode):
+                    continue
+                if isinstance(expr, GetAttr):
+                    base = objects.get(id(expr.inputs[0]))
+                    try:
+                        obj = _get_attr_path(base, expr.name) if base is not None else None
+                    except (AttributeError, IndexError, KeyError):
+                        obj = None
+                elif isinstance(expr, Constant):
+                    obj = expr.value
+                else:
+                    obj = None
+                if obj is not None:
+                    out._owner = weakref.ref(obj)
+                    objects[id(out)] = obj
+                    if isinstance(obj, TracedModule) and obj is not self:
+                        obj._bind_graphs()
+                        for sub in obj.argdef_graph_map.values():
+                            sub._top_graph = weakref.ref(graph)
+
+    def flatten(self) -> "TracedModule":
+        """A copy whose graph calls no TracedModule: every called TracedModule's graph is
+        inlined (MegEngine's flatten)."""
+        from .flatten import flatten_module
+        return flatten_module(self)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["argdef_graph_map"] = [
+            (serialize.treedef_state(k), serialize.graph_state(g))
+            for k, g in self.argdef_graph_map.items()]
+        state["argdef_outdef_map"] = [
+            (serialize.treedef_state(k), serialize.treedef_state(v))
+            for k, v in self.argdef_outdef_map.items()]
+        state["argspec"] = None if self.argspec is None else tuple(self.argspec)
+        state["watch_points"], state["watch_node_value"], state["end_points"] = [], {}, []
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        graphs = GraphMap()
+        for key, g in state["argdef_graph_map"]:
+            graphs[serialize.treedef_from_state(key)] = serialize.graph_from_state(
+                g, InternalGraph)
+        outdefs = GraphMap()
+        for key, v in state["argdef_outdef_map"]:
+            outdefs[serialize.treedef_from_state(key)] = serialize.treedef_from_state(v)
+        state["argdef_graph_map"], state["argdef_outdef_map"] = graphs, outdefs
+        if state.get("argspec") is not None:
+            state["argspec"] = inspect.FullArgSpec(*state["argspec"])
+        super().__setstate__(state)
+        self._bind_graphs()
+        for graph in graphs.values():
+            graph._reset_ids()
+
+
+def register_as_builtin(mod_cls: type) -> None:
+    """Trace calls of `mod_cls` modules as one CallMethod instead of tracing into them."""
+    if not (isinstance(mod_cls, type) and issubclass(mod_cls, Module)):
+        raise AssertionError("register_as_builtin takes a Module subclass")
+    BUILTIN_MODULES.add(mod_cls)
+
+
+def wrap(func: Callable) -> Callable:
+    """Register a module-level function as builtin: trace_module records its calls as one
+    CallFunction (use at module level, or as a decorator there)."""
+    if not callable(func):
+        raise AssertionError("func must be a callable")
+    if not hasattr(func, "__code__"):
+        raise AssertionError("func must be a Python function")
+    frame = inspect.currentframe().f_back
+    if frame.f_code.co_name != "<module>":
+        raise AssertionError("wrap must be called at the top level of a module")
+    serialize.USER_REGISTERED_FUNCTION.append((func.__module__, func.__qualname__))
+    USER_FUNCTIONS.append((frame.f_globals, func.__code__.co_name))
+    return func
+
+
+def _register_all_builtin_module() -> None:
+    from .. import module as M
+    for value in vars(M).values():
+        if isinstance(value, type) and issubclass(value, Module) and \
+                value not in (Module, M.Sequential):
+            BUILTIN_MODULES.add(value)
+
+
+def _forward_argspec(module: Module) -> inspect.FullArgSpec:
+    spec = getattr(module, "argspec", None)
+    if not isinstance(spec, inspect.FullArgSpec):
+        spec = inspect.getfullargspec(module.forward)
+        spec = spec._replace(annotations={})
+    return spec
+
+
+class _Build:
+    """Turns the tracer's builders into TracedModules, sharing one per module object."""
+
+    def __init__(self, builders: dict[int, Builder]):
+        self.builders = builders
+
+    def convert(self, value):
+        if isinstance(value, Module):
+            builder = self.builders.get(id(value))
+            return self.module(builder) if builder is not None else value
+        if isinstance(value, (list, tuple)):
+            items = [self.convert(v) for v in value]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+        if isinstance(value, dict):
+            items = {k: self.convert(v) for k, v in value.items()}
+            if all(items[k] is value[k] for k in value):
+                return value
+            out = copy.copy(value)
+            out.update(items)
+            return out
+        return value
+
+    def module(self, builder: Builder):
+        if builder.built is not None:
+            return builder.built
+        mod = builder.module
+        if not builder.graphs:            # never called: it stays what it was
+            builder.built = mod
+            return mod
+        tm = TracedModule(builder.is_top, builder.graphs, builder.out_defs)
+        builder.built = tm
+        tm.training = mod.training
+        tm.argspec = _forward_argspec(mod)
+        for graph in builder.graphs.values():
+            for expr in graph._exprs:
+                if isinstance(expr, GetAttr) and expr.inputs[0] is graph._inputs[0]:
+                    self._copy_path(mod, tm, expr.name.split("."))
+                elif isinstance(expr, Constant) and isinstance(expr.value, Module):
+                    expr.value = self.convert(expr.value)
+            graph.compile()
+        return tm
+
+    def _copy_path(self, orig, tm, parts: list[str]) -> None:
+        """Give `tm` (and the TracedModules on the way) the attributes along `parts`."""
+        for part in parts:
+            if isinstance(tm, TracedModule) and part not in vars(tm):
+                setattr(tm, part, self.convert(getattr(orig, part)))
+            orig, tm = _get_attr_path(orig, part), _get_attr_path(tm, part)
+
+
+def trace_module(mod: Module, *args: Any, **kwargs: Any) -> TracedModule:
+    """Trace `mod`'s forward on these arguments into a TracedModule: calls of builtin
+    modules and functions, Tensor methods and submodule forwards become a graph."""
+    if not isinstance(mod, Module):
+        raise AssertionError(f"trace_module expects a Module, got {type(mod).__name__}")
+    net_name = mod._name if mod._name else type(mod).__name__
+    argspec = _forward_argspec(mod)
+    tracer = Tracer(InternalGraph)
+    builder = Builder(mod, True)
+    tracer.builders[id(mod)] = builder
+    with tracer:
+        root = InternalGraph("top", net_name)
+        top_input = Input(ModuleNode, "top", net_name, module_type=type(mod))
+        root._insert(top_input)
+        root._add_input(top_input.outputs[0])
+        scope = Scope(root, None, None)
+        scope.bind(mod, top_input.outputs[0])
+        tracer.scopes.append(scope)
+        args, kwargs = convert_kwargs_to_args(argspec, args, kwargs, True)
+        tree_flatten((argspec.defaults, argspec.kwonlydefaults))
+        args, kwargs = copy.deepcopy((args, kwargs))
+        leaves, _ = tree_flatten((args, kwargs))
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                inp = Input(type(tracer._new_node(leaf)), f"arg_{i}", f"{net_name}.[arg_{i}]")
+                root._insert(inp)
+                root._add_input(inp.outputs[0])
+                scope.bind(leaf, inp.outputs[0])
+        mod(*args, **kwargs)
+        tracer.scopes.pop()
+    traced = _Build(tracer.builders).module(builder)
+    traced.argspec = argspec
+    traced._bind_graphs()
+    traced.graph._reset_ids()
+    return traced
