@@ -5,6 +5,7 @@ from .activation import (GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Dropout, Em
 from .batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from .conv import (Conv1d, Conv2d, Conv3d, ConvRelu2d, ConvTranspose2d, ConvTranspose3d,
                    ConvTransposeRelu2d, DeformableConv2d, LocalConv2d)
+from .concat import Concat
 from .conv_bn import (ConvBn2d, ConvBnRelu2d, ConvTransposeBn2d, ConvTransposeBnRelu2d,
                       LinearBn1d, LinearBnRelu1d)
 from .elemwise import Elemwise
@@ -16,7 +17,7 @@ from .multiheadattn import MultiHeadAttention
 from .rnn import LSTM, RNN, LSTMCell, RNNCell
 
 __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
-           "BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvBn2d", "ConvBnRelu2d",
+           "BatchNorm2d", "Concat", "Conv1d", "Conv2d", "Conv3d", "ConvBn2d", "ConvBnRelu2d",
            "ConvRelu2d", "ConvTranspose2d", "ConvTranspose3d", "ConvTransposeBn2d",
            "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d",
            "DequantStub", "Dropout", "Elemwise", "Embedding", "GELU", "GroupNorm",

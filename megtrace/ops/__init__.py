@@ -10,6 +10,7 @@ from . import conv  # noqa: F401  (convolution family: module)
 from . import ranges  # noqa: F401  (linspace of a traced length)
 from . import nchwxx  # noqa: F401  (NCHW88/NCHW44 layouts: optimize_for_inference)
 from . import indexing_incr  # noqa: F401  (gradient of gathers)
+from . import quant  # noqa: F401  (fake quantization: quantization)
 from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
                        register)
 

@@ -10,6 +10,7 @@ from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
 from .grad_elemwise import binary_vjp, fuse_mul_add3_vjp, unary_vjp
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
+from .rounding import lower_round_half_away, round_half_away
 from .shape import TYPE_CVT
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -57,7 +58,7 @@ _UNARY = [  # name,     numpy,        relax lowering,                       Elem
     ("cos",      np.cos,       lambda R, x: R.cos(x),                 "COS"),
     ("sqrt",     np.sqrt,      lambda R, x: R.sqrt(x),                "SQRT"),
     ("square",   np.square,    lambda R, x: R.multiply(x, x),         "SQUARE"),
-    ("round",    np.round,     lambda R, x: R.round(x),               "ROUND"),
+    ("round",    round_half_away, lower_round_half_away,                 "ROUND"),
     ("log1p",    np.log1p,     lambda L, x: _log1p(L, x),                   "LOG1P"),
     ("expm1",    np.expm1,     lambda L, x: _expm1(L, x),                   "EXPM1"),
     ("erf",      erf,          lambda R, x: R.erf(x),                 "ERF"),
@@ -164,7 +165,7 @@ def _elemwise(mode: str) -> MgeOpr:
     return MgeOpr("Elemwise", "Elemwise", match={"mode": mode})
 
 
-_NEEDS_CONTEXT = {"log1p", "expm1", "hswish", "hsigmoid", "softplus", "logsigmoid"}
+_NEEDS_CONTEXT = {"round", "log1p", "expm1", "hswish", "hsigmoid", "softplus", "logsigmoid"}
 
 for _name, _fn, _lower, _mode in _UNARY:
     _lo = _lower if _name in _NEEDS_CONTEXT else (lambda L, x, _l=_lower: _l(L.R, x))

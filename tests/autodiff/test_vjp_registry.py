@@ -18,8 +18,11 @@ PENDING: set[str] = set()
 # The rois of the ROI ops: MegEngine's backward oprs give the image (and offsets) only.
 NO_GRADIENT_BY_DESIGN = {("mod", 1), ("roi_align", 1), ("roi_pooling", 1),
                          ("deformable_psroi_pooling", 1)}
+# ops whose MegEngine gradient is a straight-through estimate, not the derivative of the
+# (piecewise constant) forward: checked against real MegEngine in tests/test_quantization.py
+STRAIGHT_THROUGH_OPS = {"fake_quant", "tqt", "lsq"}
 # samples whose points sit where the function has no derivative (ties, kinks) on purpose
-NON_SMOOTH_SAMPLES = {"clip-nan", "sign-float"}
+NON_SMOOTH_SAMPLES = {"clip-nan", "sign-float", "round-halves"}
 # samples with outputs that are not functions of the input: svd's extra columns of U/Vh
 # with full_matrices are any basis of a null space (LAPACK's pick; no derivative exists)
 ARBITRARY_OUTPUT_SAMPLES = {"svd-full"}
@@ -50,7 +53,7 @@ def _differentiable_samples():
     for s in SAMPLES:
         op = get(s.op)
         if callable(op.vjp) and op.vjp is not NOT_DIFFERENTIABLE and \
-                str(s) not in NON_SMOOTH_SAMPLES | ARBITRARY_OUTPUT_SAMPLES and _checkable(s):
+                s.op not in STRAIGHT_THROUGH_OPS and str(s) not in NON_SMOOTH_SAMPLES | ARBITRARY_OUTPUT_SAMPLES and _checkable(s):
             out.append(s)
     return out
 
