@@ -331,3 +331,49 @@ def test_default_checker_compares_replay_with_original(rng, monkeypatch):
     tm = trace_module(RandomMask(), x)
     kept = tm(x).numpy() != 0
     assert 0 < kept.sum() < 64                 # dropout is replayed, not frozen
+
+
+class ReadsShapes(M.Module):
+    """Shapes read in forward: the graph computes them, so any batch size runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = M.Conv2d(3, 4, 3, padding=1)
+        self.fc = M.Linear(4 * 4 * 4 // 2, 5)
+
+    def forward(self, x):
+        y = self.conv(x)
+        n, c = y.shape[0], y.shape[1]
+        y = y.reshape(n, c, -1)[:, :, : y.shape[2] * y.shape[3] // 2]
+        return self.fc(y.reshape(n, -1)) + F.zeros((n, 1))
+
+
+def test_shapes_read_in_forward_stay_symbolic(rng):
+    net = ReadsShapes()
+    tm = trace_module(net, _tensor(rng, 1, 3, 4, 4))
+    dims = tm.graph.get_function_by_type().as_list()
+    assert any(e.func.__name__ == "dim" for e in dims)
+    for batch in (1, 3):
+        x = _tensor(rng, batch, 3, 4, 4)
+        assert tm(x).shape == (batch, 5)
+        assert rel_err(tm(x).numpy(), net(x).numpy()) <= 1e-6
+    loaded = pickle.loads(pickle.dumps(tm))
+    x = _tensor(rng, 2, 3, 4, 4)
+    assert rel_err(loaded(x).numpy(), net(x).numpy()) <= 1e-6
+
+
+@pytest.mark.lite
+def test_traced_module_dump_keeps_batch_symbolic(rng, lite, tmp_path):
+    net = ReadsShapes()
+    tm = trace_module(net, _tensor(rng, 1, 3, 4, 4))
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(data):
+        return tm(data)
+
+    infer(_tensor(rng, 1, 3, 4, 4))
+    path = tmp_path / "shapes.mge"
+    infer.dump(path, arg_names=["data"], output_names=["out"])
+    x = rng.uniform(-1, 1, size=(4, 3, 4, 4)).astype(np.float32)
+    outs = lite.run_model(path, {"data": x})
+    assert rel_err(outs["out"], net(mge.tensor(x)).numpy()) <= 1e-4

@@ -104,7 +104,7 @@ class Expr:
 def _flat_outputs(outputs) -> Optional[list]:
     if outputs is None:
         return None
-    leaves, _ = tree_flatten(outputs, is_leaf=lambda x: isinstance(x, Tensor))
+    leaves, _ = tree_flatten(outputs, is_leaf=lambda x: isinstance(x, (Tensor, int)))
     return leaves
 
 

@@ -63,6 +63,7 @@ class Patcher:
                 self._set_attr(Tensor, name, self._method_wrapper(name, original))
         self._set_attr(Module, "__call__", self._module_call_wrapper(Module.__call__))
         self._set_attr(Module, "__getattribute__", self._module_getattribute())
+        self._set_attr(Tensor, "shape", self._shape_property(Tensor.shape))
         return self
 
     def __exit__(self, *exc):
@@ -136,6 +137,17 @@ class Patcher:
             return value
 
         return getattribute
+
+    def _shape_property(self, original: property) -> property:
+        tracer = self._tracer
+
+        def shape(tensor):
+            value = original.fget(tensor)
+            if not tracer.recording_calls():
+                return value
+            return tracer.traced_shape(tensor, value)
+
+        return property(shape, doc=original.__doc__)
 
     def _module_call_wrapper(self, original: Callable) -> Callable:
         tracer = self._tracer

@@ -37,7 +37,7 @@ SUPPORTED_TYPE: dict[type, _NodeType] = {}
 SUPPORTED_LEAF_TYPE: set[type] = {str, int, float, bool, complex, bytes, bytearray, type(None),
                                    type(Ellipsis), ArgsIndex}
 SUPPORTED_LEAF_CLS: list[type] = [Tensor, Module, Node, CompNode, np.dtype, np.ndarray,
-                                   np.number, np.bool_]
+                                   np.number, np.bool_, int, float, str]
 USER_REGISTERED_LEAF_TYPE: list[tuple[str, str]] = []
 USER_REGISTERED_CONTAINER_TYPE: list[tuple[str, str]] = []
 
@@ -184,7 +184,10 @@ def tree_flatten(values, is_leaf: Callable[[Any], bool] = is_leaf,
                 f"doesn't support {values} type, MUST use \"register_supported_type\" "
                 "method to register self-defined type")
         kind = _leaf_kind(values)
-        return [values], LeafDef(kind, values if kind == "const" else None)
+        const = values if kind == "const" else None
+        if isinstance(const, int) and type(const) not in (int, bool):
+            const = int(const)          # a traced dim is, as a constant, its value
+        return [values], LeafDef(kind, const)
     leaves, children = [], []
     child_values, aux = SUPPORTED_TYPE[type(values)].flatten(values)
     for v in child_values:

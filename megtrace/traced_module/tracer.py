@@ -15,6 +15,7 @@ from .expr import Apply, CallFunction, CallMethod, Constant, Expr, GetAttr, Inpu
 from .node import ModuleNode, Node, TensorNode
 from .pytree import ArgsIndex, TreeDef, is_variable, tree_flatten
 from .patcher import Patcher
+from .shapes import TracedDim, dim, dim_arith
 
 # classes traced as one CallMethod (not into their forward); register_as_builtin adds more
 BUILTIN_MODULES: set[type] = set()
@@ -242,7 +243,35 @@ class Tracer:
             self.scope.bind(t, node)
 
     def _argument_nodes(self, leaves: list) -> list:
-        return [self.node_for(x) if is_variable(x) else None for x in leaves]
+        return [self.node_for(x) if is_variable(x) else
+                self._dim_node(x) if isinstance(x, TracedDim) else None for x in leaves]
+
+    def traced_shape(self, tensor: Tensor, shape: tuple) -> tuple:
+        """`tensor.shape` while recording: TracedDims for a tensor the graph computes."""
+        node = self.scope.node_of(tensor) if self.scopes else None
+        if node is None or isinstance(node.expr, (GetAttr, Constant)):
+            return shape
+        return tuple(TracedDim(d, ("dim", tensor, axis)) for axis, d in enumerate(shape))
+
+    def _dim_node(self, d: TracedDim) -> Node:
+        """The node computing `d` in the current graph (recorded on first use)."""
+        scope = self.scope
+        cached = scope.node_of(d)
+        if cached is not None:
+            return cached
+        if d.expr[0] == "dim":
+            func, args = dim, (d.expr[1], d.expr[2])
+        else:
+            func, args = dim_arith, d.expr
+        leaves, arg_def = tree_flatten((args, {}))
+        expr = CallFunction(func)
+        expr.arg_def = arg_def
+        expr.set_args(leaves, self._argument_nodes(leaves))
+        expr.out_def = tree_flatten(int(d))[1]
+        expr.outputs = [TensorNode(expr, shape=(), dtype=np.dtype("int32"))]
+        scope.graph._insert(expr)
+        scope.bind(d, expr.outputs[0])
+        return expr.outputs[0]
 
     # -- recording calls ----------------------------------------------------------------
     def _record_call(self, expr: Expr, leaves: list, arg_def: TreeDef, run: Callable):
@@ -298,6 +327,7 @@ class Tracer:
             return self._on_nodes(lambda a, k: self.call_module(module, a, k, call),
                                   args, kwargs)
         args, kwargs = convert_kwargs_to_args(type(module).forward, args, kwargs, bound=True)
+        args, kwargs = _plain_dims((args, kwargs))   # a submodule's graph takes ints as given
         self._fresh_fetch_for_repeated_call(module)
         leaves, arg_def = tree_flatten(((module, *args), kwargs))
         expr = CallMethod("__call__")
@@ -414,6 +444,16 @@ class Tracer:
                 node.value = out
             nodes.append(node)
         return out_def.unflatten(nodes)
+
+
+def _plain_dims(value):
+    if isinstance(value, TracedDim):
+        return int(value)
+    if type(value) in (list, tuple):
+        return type(value)(_plain_dims(v) for v in value)
+    if type(value) is dict:
+        return {k: _plain_dims(v) for k, v in value.items()}
+    return value
 
 
 def _argument_names(forward: Callable, arg_def: TreeDef, count: int) -> dict[int, str]:
