@@ -1,5 +1,7 @@
 """megtrace.traced_module: trace_module records a module's forward as an editable graph
 whose replay (TracedModule) computes what the original module computes."""
+import collections
+import copy
 import io
 import json
 import pathlib
@@ -15,7 +17,7 @@ import megtrace.functional as F
 import megtrace.module as M
 from megtrace import dispatch
 from megtrace.jit import trace
-from megtrace.traced_module import TracedModule, trace_module, wrap
+from megtrace.traced_module import TracedModule, register_supported_type, trace_module, wrap
 
 DATA = pathlib.Path(__file__).parent / "data" / "traced_module"
 
@@ -377,3 +379,58 @@ def test_traced_module_dump_keeps_batch_symbolic(rng, lite, tmp_path):
     x = rng.uniform(-1, 1, size=(4, 3, 4, 4)).astype(np.float32)
     outs = lite.run_model(path, {"data": x})
     assert rel_err(outs["out"], net(mge.tensor(x)).numpy()) <= 1e-4
+
+
+def test_watch_points_end_points_and_changing_arguments(rng):
+    net = _net(rng)
+    tm = trace_module(net, _tensor(rng, 1, 3, 8, 8))
+    x = _tensor(rng, 1, 3, 8, 8)
+    stem_out = tm.graph.get_node_by_name("stem_out").as_unique()
+    relu_out = tm.block.graph.get_node_by_name("relu_out").as_unique()
+    tm.set_watch_points([stem_out, relu_out])
+    tm(x)
+    assert rel_err(tm.watch_node_value[stem_out].numpy(), net.stem(x).numpy()) == 0
+    second_in = net.block(net.stem(x))         # the block runs twice: the last value stays
+    want_relu = F.relu(net.block.bn(net.block.conv(second_in)))
+    assert rel_err(tm.watch_node_value[relu_out].numpy(), want_relu.numpy()) <= 1e-6
+    tm.clear_watch_points()
+    tm.set_end_points([stem_out])
+    assert rel_err(tm(x)[0].numpy(), net.stem(x).numpy()) == 0
+    tm.clear_end_points()
+    mul = tm.graph.get_method_by_type("__mul__").as_unique()
+    assert mul.named_args["other"] == 2.0
+    mul.set_arg("other", 3.0)
+    assert rel_err(tm(x).numpy(), net(x, scale=3.0).numpy()) <= 1e-6
+    pool = tm.graph.get_function_by_type(F.adaptive_avg_pool2d).as_unique()
+    assert pool.named_args["oshp"] == 1
+    with pytest.raises(AssertionError, match="Doesn't support set args/kwargs for GetAttr"):
+        tm.graph.get_node_by_name("fc").as_unique().expr.set_args_kwargs()
+
+
+Pair = collections.namedtuple("Pair", ["a", "b"])
+register_supported_type(Pair, lambda p: ([p.a, p.b], None), lambda v, _: Pair(*v))
+
+
+class TakesPair(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = M.Linear(2, 2)
+
+    def forward(self, p):
+        return Pair(self.lin(p.a), p.a * p.b)
+
+
+def test_register_supported_type_copy_and_pickle(rng):
+    net = TakesPair()
+    tm = trace_module(net, Pair(_tensor(rng, 2), _tensor(rng, 2)))
+    p = Pair(_tensor(rng, 2), _tensor(rng, 2))
+    out = tm(p)
+    assert isinstance(out, Pair)
+    np.testing.assert_allclose(out.b.numpy(), (p.a * p.b).numpy())
+    twin = copy.deepcopy(tm)
+    assert twin.lin is not tm.lin and twin.lin.weight is not tm.lin.weight
+    twin.lin.weight[:] = 0.0
+    np.testing.assert_allclose(twin(p).a.numpy(), net.lin.bias.numpy()[None].repeat(1, 0)[0])
+    np.testing.assert_allclose(tm(p).a.numpy(), net.lin(p.a).numpy())
+    loaded = pickle.loads(pickle.dumps(tm))
+    np.testing.assert_allclose(loaded(p).a.numpy(), net.lin(p.a).numpy())

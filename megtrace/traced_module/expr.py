@@ -10,6 +10,7 @@ from ..module.module import Module
 from ..tensor import Tensor
 from .node import ModuleNode, Node, TensorNode
 from .pytree import TreeDef, tree_flatten
+from .utils import convert_kwargs_to_args
 
 
 class Expr:
@@ -57,6 +58,51 @@ class Expr:
     def kwargs(self) -> dict:
         """The keyword arguments, with nodes where the operation reads variables."""
         return self.unflatten_args(self.inputs)[1]
+
+    # -- changing arguments (CallFunction, CallMethod) -----------------------------------
+    @property
+    def _support_set_args_kwargs(self) -> bool:
+        return False
+
+    def _get_func(self) -> Callable:
+        raise NotImplementedError
+
+    def set_args_kwargs(self, *args, **kwargs) -> None:
+        """Call with these arguments instead (nodes where it should read variables)."""
+        if not self._support_set_args_kwargs:
+            raise AssertionError(
+                f"Doesn't support set args/kwargs for {type(self).__name__} expr")
+        args, kwargs = convert_kwargs_to_args(self._get_func(), args, kwargs)
+        leaves, arg_def = tree_flatten((args, kwargs))
+        old = list(self.inputs)
+        for node in old:
+            node.users.remove(self)
+        self.inputs, self.const_val = [], []
+        self.set_args(leaves, [x if isinstance(x, Node) else None for x in leaves])
+        self.arg_def = arg_def
+
+    @property
+    def named_args(self) -> dict:
+        """The arguments by parameter name."""
+        return inspect.getcallargs(self._get_func(), *self.args, **self.kwargs)
+
+    def set_arg(self, name: str, val) -> None:
+        """Change one argument, by parameter name."""
+        func = self._get_func()
+        args, kwargs = list(self.args), self.kwargs
+        spec = inspect.getfullargspec(inspect.unwrap(func))
+        if name in kwargs:
+            kwargs[name] = val
+        elif name in spec.args:
+            args[spec.args.index(name)] = val
+        elif name == spec.varargs:
+            args = args[:len(spec.args)] + list(val if isinstance(val, (list, tuple))
+                                                else (val,))
+        elif spec.varkw is not None:
+            kwargs[name] = val
+        else:
+            raise AssertionError(f"func {func} does't have argument named {name}")
+        self.set_args_kwargs(*args, **kwargs)
 
     @property
     def return_val(self):
@@ -212,6 +258,11 @@ class CallMethod(Expr):
             return head.module_type.forward
         return getattr(Tensor, self.method)
 
+    @property
+    def _support_set_args_kwargs(self) -> bool:
+        head = self.inputs[0]
+        return not isinstance(head, ModuleNode) or head.module_type is not Module
+
     def __repr__(self) -> str:
         args, kwargs = self.args, self.kwargs
         out = self.return_val if self.outputs else None
@@ -237,8 +288,8 @@ class CallFunction(Expr):
         return self.func
 
     @property
-    def named_args(self) -> dict:
-        return inspect.getcallargs(self.func, *self.args, **self.kwargs)
+    def _support_set_args_kwargs(self) -> bool:
+        return True
 
     def __repr__(self) -> str:
         out = self.return_val if self.outputs else None

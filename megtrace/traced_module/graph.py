@@ -83,6 +83,9 @@ class InternalGraph:
         self._outputs: list[Node] = []
         self._namespace = NameSpace(name, qualname)
         self._top_graph: Optional[weakref.ReferenceType] = None
+        self._watch_point: list[Node] = []     # TracedModule.set_watch_points
+        self._end_point: list[Node] = []       # TracedModule.set_end_points
+        self._rst: dict[Node, object] = {}     # watched values of the last run
 
     # -- building -----------------------------------------------------------------------
     def _own(self, expr: Expr) -> None:
@@ -95,6 +98,14 @@ class InternalGraph:
         self._namespace.auto_name(expr)
         if not isinstance(expr, Input):
             self._exprs.append(expr) if index is None else self._exprs.insert(index, expr)
+
+    def _adopt(self) -> None:
+        """Make every expr and node point at this graph (after a copy)."""
+        for node in self._inputs:
+            if node.expr is not None:
+                self._own(node.expr)
+        for expr in self._exprs:
+            self._own(expr)
 
     def _add_input(self, node: Node) -> None:
         self._inputs.append(node)
@@ -288,18 +299,32 @@ class InternalGraph:
 
     # -- running ------------------------------------------------------------------------
     def interpret(self, *inputs) -> list:
-        """Run the exprs on concrete values (inputs[0]: the module)."""
+        """Run the exprs on concrete values (inputs[0]: the module). With end points set,
+        stop as soon as they are all computed and return their values."""
         values: dict[int, object] = {}
-        for node, value in zip(self._inputs, inputs):
+        watched = {id(n) for n in self._watch_point}
+        ends = {id(n) for n in self._end_point}
+
+        def store(node, value) -> bool:
             values[id(node)] = value
+            if id(node) in watched:
+                self._rst[node] = value
+            ends.discard(id(node))
+            return bool(self._end_point) and not ends
+
+        for node, value in zip(self._inputs, inputs):
+            if store(node, value):
+                return [values[id(n)] for n in self._end_point]
         for expr in self._exprs:
             outs = expr.interpret(*[values[id(n)] for n in expr.inputs])
-            if outs is not None:
-                if len(outs) != len(expr.outputs):
-                    raise AssertionError(f"{expr} made {len(outs)} values for "
-                                         f"{len(expr.outputs)} outputs")
-                for node, value in zip(expr.outputs, outs):
-                    values[id(node)] = value
+            if outs is None:
+                continue
+            if len(outs) != len(expr.outputs):
+                raise AssertionError(f"{expr} made {len(outs)} values for "
+                                     f"{len(expr.outputs)} outputs")
+            for node, value in zip(expr.outputs, outs):
+                if store(node, value):
+                    return [values[id(n)] for n in self._end_point]
         return [values[id(n)] for n in self._outputs]
 
     def eval(self, *inputs):

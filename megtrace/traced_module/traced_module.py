@@ -17,12 +17,14 @@ from .node import ModuleNode, Node
 from .patcher import USER_FUNCTIONS
 from .pytree import tree_flatten
 from .tm_config import default_checker_enabled
-from .tracer import BUILTIN_MODULES, Builder, Scope, Tracer, convert_kwargs_to_args
+from .tracer import BUILTIN_MODULES, Builder, Scope, Tracer
+from .utils import convert_kwargs_to_args
 
 
-class GraphMap:
-    """argdef (TreeDef of the call's arguments) -> graph or output TreeDef. A mapping but
-    no dict, so Module's attribute walk (which looks into dicts) passes over it."""
+class OpaqueMap:
+    """A mapping but no dict, so Module's attribute walk (which looks into dicts for
+    tensors and modules) passes over it: argdef (TreeDef of a call's arguments) -> graph
+    or output TreeDef; watched node -> value."""
 
     def __init__(self, items=None):
         self._items: dict = dict(items or {})
@@ -51,6 +53,9 @@ class GraphMap:
     def items(self):
         return self._items.items()
 
+    def __repr__(self) -> str:
+        return repr(self._items)
+
 
 class TracedModule(Module):
     """The Module trace_module makes: `forward` picks the graph recorded for the structure
@@ -59,11 +64,11 @@ class TracedModule(Module):
     def __init__(self, is_top: bool, argdef_graph_map: dict, argdef_outdef_map: dict,
                  is_qat: bool = False):
         super().__init__()
-        self.argdef_graph_map = GraphMap(argdef_graph_map)
-        self.argdef_outdef_map = GraphMap(argdef_outdef_map)
+        self.argdef_graph_map = OpaqueMap(argdef_graph_map)
+        self.argdef_outdef_map = OpaqueMap(argdef_outdef_map)
         self._is_top = is_top
         self.watch_points: list = []
-        self.watch_node_value: dict = {}
+        self.watch_node_value = OpaqueMap()
         self.end_points: list = []
         self.is_qat = is_qat
         self.argspec = None
@@ -81,7 +86,8 @@ class TracedModule(Module):
         graph = self.argdef_graph_map[treedef]
         values = graph.interpret(*inputs)
         if self.watch_points:
-            self.watch_node_value = {}
+            self.watch_node_value = OpaqueMap(
+                {n: n.top_graph._rst.pop(n) for n in self.watch_points if n in n.top_graph._rst})
         if self.end_points:
             return values
         return self.argdef_outdef_map[treedef].unflatten(values)
@@ -95,15 +101,38 @@ class TracedModule(Module):
         self._bind_graphs()
         return list(self.argdef_graph_map.values())[0]
 
-    def set_end_points(self, nodes: Sequence[Node]) -> None:
-        """Stop the forward at `nodes` and return their values (a list)."""
+    def set_watch_points(self, nodes) -> None:
+        """Keep the values of `nodes` (in this graph or a called TracedModule's) at each
+        run, in `watch_node_value`."""
         if not isinstance(nodes, Sequence):
             nodes = [nodes]
-        graph = self.graph
+        self.watch_points = list(nodes)
+        for n in nodes:
+            n.top_graph._watch_point = []
+        for n in nodes:
+            n.top_graph._watch_point.append(n)
+
+    def clear_watch_points(self) -> None:
+        for n in self.watch_points:
+            n.top_graph._watch_point = []
+        self.watch_points = []
+        self.watch_node_value = OpaqueMap()
+
+    def set_end_points(self, nodes: Sequence[Node]) -> None:
+        """Stop the forward once `nodes` are computed; it returns their values (a list)."""
+        if not isinstance(nodes, Sequence):
+            nodes = [nodes]
+        graphs = list(self.argdef_graph_map.values())
+        for n in nodes:
+            if n.top_graph not in graphs:
+                raise AssertionError(f"{n} is not a node of this module's graph")
         self.end_points = list(nodes)
-        graph._outputs = list(nodes)
+        for n in nodes:
+            n.top_graph._end_point.append(n)
 
     def clear_end_points(self) -> None:
+        for n in self.end_points:
+            n.top_graph._end_point = []
         self.end_points = []
 
     def _bind_graphs(self) -> None:
@@ -149,19 +178,32 @@ class TracedModule(Module):
             (serialize.treedef_state(k), serialize.treedef_state(v))
             for k, v in self.argdef_outdef_map.items()]
         state["argspec"] = None if self.argspec is None else tuple(self.argspec)
-        state["watch_points"], state["watch_node_value"], state["end_points"] = [], {}, []
+        state["watch_points"], state["end_points"], state["watch_node_value"] = [], [], {}
         return state
+
+    def __deepcopy__(self, memo) -> "TracedModule":
+        """A copy with its own graphs, submodules and tensors (types of any scope: no
+        pickling on the way)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            new.__dict__[key] = copy.deepcopy(value, memo)
+        for graph in new.argdef_graph_map.values():
+            graph._adopt()
+        new._bind_graphs()
+        return new
 
     def __setstate__(self, state: dict) -> None:
         state = dict(state)
-        graphs = GraphMap()
+        graphs = OpaqueMap()
         for key, g in state["argdef_graph_map"]:
             graphs[serialize.treedef_from_state(key)] = serialize.graph_from_state(
                 g, InternalGraph)
-        outdefs = GraphMap()
+        outdefs = OpaqueMap()
         for key, v in state["argdef_outdef_map"]:
             outdefs[serialize.treedef_from_state(key)] = serialize.treedef_from_state(v)
         state["argdef_graph_map"], state["argdef_outdef_map"] = graphs, outdefs
+        state["watch_node_value"] = OpaqueMap()
         if state.get("argspec") is not None:
             state["argspec"] = inspect.FullArgSpec(*state["argspec"])
         super().__setstate__(state)

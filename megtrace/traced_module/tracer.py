@@ -16,6 +16,7 @@ from .node import ModuleNode, Node, TensorNode
 from .pytree import ArgsIndex, TreeDef, is_variable, tree_flatten
 from .patcher import Patcher
 from .shapes import TracedDim, dim, dim_arith
+from .utils import convert_kwargs_to_args
 
 # classes traced as one CallMethod (not into their forward); register_as_builtin adds more
 BUILTIN_MODULES: set[type] = set()
@@ -109,45 +110,6 @@ def _out_leaf(x) -> bool:
             f"doesn't support {type(x)} in return values, MUST use Tensor or use "
             "\"register_supported_type\" method to register self-defined type")
     return True
-
-
-def convert_kwargs_to_args(func: Callable, args: tuple, kwargs: dict,
-                           bound: bool = False) -> tuple[tuple, dict]:
-    """Positional parameters given by keyword (or defaulted) become positional, so one
-    call has one argument structure (MegEngine's _convert_kwargs_to_args)."""
-    spec = func if isinstance(func, inspect.FullArgSpec) else \
-        inspect.getfullargspec(inspect.unwrap(func))
-    name = getattr(func, "__qualname__", "function")
-    params = spec.args[1:] if bound else spec.args
-    defaults = spec.defaults or ()
-    repeated = set(params[:len(args)]) & set(kwargs)
-    if repeated:
-        raise TypeError(f"{name} got multiple values for argument {', '.join(repeated)}")
-    new_args = list(args)
-    for ind in range(len(args), len(params)):
-        pname = params[ind]
-        if pname in kwargs:
-            new_args.append(kwargs[pname])
-            continue
-        index = ind - len(params) + len(defaults)
-        if index < 0 or index >= len(defaults):
-            raise TypeError(f"{name} missing required positional arguments: {pname}")
-        new_args.append(defaults[index])
-    new_kwargs = {}
-    kwonly_defaults = spec.kwonlydefaults or {}
-    for kname in spec.kwonlyargs:
-        if kname in kwargs:
-            new_kwargs[kname] = kwargs[kname]
-        elif kname in kwonly_defaults:
-            new_kwargs[kname] = kwonly_defaults[kname]
-        else:
-            raise TypeError(f"{name} missing required keyword-only argument: {kname}")
-    for k, v in kwargs.items():
-        if k not in params and k not in spec.kwonlyargs:
-            if spec.varkw is None:
-                raise TypeError(f"{name} got an unexpected keyword argument {k}")
-            new_kwargs[k] = v
-    return tuple(new_args), new_kwargs
 
 
 class Tracer:
