@@ -9,7 +9,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import formats
-from .ops import OpDef, get
+from .ops import OpDef, get, quantized_eager
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -98,6 +98,11 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         inputs = autocast(op, inputs)
     stack = _active.stack
     rec = stack[-1] if stack else None
+    if rec is not None and any(t._value is not None and t._value.dtype.metadata
+                               for t in inputs):
+        raise NotImplementedError(
+            f"{op.name}: quantized dtypes (qint8/quint8/qint32...) run eagerly only; "
+            "megtrace cannot trace them yet")
     outs = rec.record(op, inputs, params) if rec is not None else run_eager(op, inputs, params)
     if formats.in_use:
         formats.propagate(op.name, inputs, outs)
@@ -116,6 +121,9 @@ def run_eager(op: OpDef, inputs: tuple, params: dict) -> tuple:
     arrays = [t._value if t._value is not None else _traced_value(t) for t in inputs]
     op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
     device = inputs[0]._device if inputs else None     # results live where inputs do
+    if any(a.dtype.metadata for a in arrays):           # MegEngine's quantized dtypes
+        return tuple(Tensor._wrap(v, device=device)
+                     for v in quantized_eager.run(op, arrays, kwargs))
     if dtr is None:
         return tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     return dtr.run(op, kwargs, inputs, arrays, device)
