@@ -91,8 +91,14 @@ def info(dtype: str) -> DTypeInfo:
 
 
 def as_array(value, dtype=None) -> np.ndarray:
-    """Convert a Python/NumPy value into an array with a megtrace dtype."""
+    """Convert a Python/NumPy value into an array with a megtrace dtype. A quantized
+    dtype (MegEngine's qint8, ...: metadata "mgb_dtype") is kept, the values cast to its
+    storage as they are (MegEngine: `Tensor(data, dtype=qint8(s))` stores `data`)."""
     arr = np.asarray(value)
+    quantized = _quantized(dtype) if dtype is not None else _quantized(arr.dtype)
+    if quantized is not None:
+        out = arr.astype(quantized, copy=False)
+        return out if out.flags.c_contiguous else out.copy()
     target = canonical(dtype if dtype is not None else arr.dtype)
     out = arr.astype(target, copy=False)
     return out if out.flags.c_contiguous else out.copy()
@@ -107,3 +113,9 @@ def promote(*dtypes: str) -> str:
 @functools.lru_cache(maxsize=64)
 def is_float(dtype: str) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def _quantized(dtype) -> np.dtype | None:
+    """`dtype` as a NumPy dtype when it is one of MegEngine's quantized dtypes."""
+    meta = getattr(dtype, "metadata", None)
+    return dtype if meta and "mgb_dtype" in meta else None

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import device as _device
 from . import dtype as _dt
+from . import formats as _formats
 from .errors import TraceError
 
 _NO_DATA = object()     # pickle's NEWOBJ of an old MegEngine file: __setstate__ fills it
@@ -321,6 +322,8 @@ def _created_in_trace(t: Tensor) -> None:
 def _check_format(format: str) -> str:
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {_FORMATS}; got {format!r}")
+    if format != "default":
+        _formats.mark_used()
     return format
 
 

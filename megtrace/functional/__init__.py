@@ -36,3 +36,5 @@ from .correlation import correlation  # noqa: E402  (F.vision / F.nn.correlation
 vision.correlation = nn.correlation = correlation
 vision.__all__.append("correlation")
 nn.__all__.append("correlation")
+
+from . import quantized  # noqa: E402,F401  (F.quantized: inference-only quantized convolutions)

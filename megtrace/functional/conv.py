@@ -13,6 +13,7 @@ from typing import Optional, Tuple, Union
 
 from .. import config as _config
 from .. import dtype as _dt
+from ..core.tensor import amp as _amp
 from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
@@ -62,7 +63,7 @@ def promote_pair(op: str, inp, weight) -> tuple[Tensor, Tensor]:
 
 
 def _with_bias(out: Tensor, bias: Optional[Tensor]) -> Tensor:
-    return out if bias is None else add(out, bias)
+    return out if bias is None else add(out, _amp.low_prec_bias(bias))
 
 
 def conv1d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: int = 1,

@@ -5,6 +5,7 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 
+from ..core.tensor import amp as _amp
 from ..dispatch import apply
 from ..ops._rules import pair
 from ..random.rng import uniform
@@ -44,7 +45,7 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
         raise ValueError(f"conv2d: weight has {weight.shape[0]} groups, groups={groups}")
     out = apply("conv2d", inp, weight, stride=pair("stride", stride),
                 padding=pair("padding", padding), dilation=pair("dilation", dilation))
-    return out if bias is None else add(out, bias)
+    return out if bias is None else add(out, _amp.low_prec_bias(bias))
 
 
 def max_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
@@ -89,7 +90,7 @@ def linear(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
            compute_mode: str = "default", format: str = "default") -> Tensor:
     """`inp @ weight.T + bias`, with `weight` of shape (out_features, in_features)."""
     out = matmul(inp, weight, transpose_b=True, compute_mode=compute_mode, format=format)
-    return out if bias is None else add(out, bias)
+    return out if bias is None else add(out, _amp.low_prec_bias(bias))
 
 
 def _softmax_axis(ndim: int) -> int:

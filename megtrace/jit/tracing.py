@@ -168,6 +168,8 @@ class trace:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 named.append((f"arg_{i}", a))
+            elif isinstance(a, (tuple, list)) and not self._capture_as_const:
+                named.extend(_nested_tensors(a, f"arg_{i}"))
             elif self._capture_as_const:
                 raise TraceError.with_detail(
                     "Only support tensor type args when capture_as_const is enabled",
@@ -195,7 +197,7 @@ class trace:
                             symbolic_shape=self._symbolic_shape)
         proxies = {name: _stand_in(rec.bind_input(t, name), t) for name, t in bindings}
         arg_vars = [(n, p._var) for n, p in proxies.items()]   # proxies may be materialized
-        args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
+        args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rec):
             result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
@@ -255,7 +257,7 @@ class trace:
             rep.pending = overlap.start(self._run_entry, entry, feeds)
         given = dict(bindings)
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
-        args = [proxies.get(f"arg_{i}", a) for i, a in enumerate(args)]
+        args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
         with recording(rep):
             result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
@@ -354,6 +356,30 @@ def _check_against_interpreter(graph: Graph, arrays, values) -> None:
         if not err <= 1e-3:
             raise CompileError(f"trace: the compiled graph disagrees with the reference "
                                f"interpreter on {name} (relative error {err:.3g})")
+
+
+def _nested_tensors(seq, prefix: str) -> list[tuple[str, Tensor]]:
+    """Tensors inside tuple/list arguments are inputs too (MegEngine flattens them):
+    named by their path, `arg_1_0` for the first element of argument 1."""
+    named = []
+    for j, e in enumerate(seq):
+        if isinstance(e, Tensor):
+            named.append((f"{prefix}_{j}", e))
+        elif isinstance(e, (tuple, list)):
+            named.extend(_nested_tensors(e, f"{prefix}_{j}"))
+    return named
+
+
+def _substitute(a, prefix: str, proxies: dict[str, Tensor]):
+    """Argument `a` with its tensors (nested in tuples/lists too) replaced by proxies."""
+    if isinstance(a, Tensor):
+        return proxies.get(prefix, a)
+    if isinstance(a, (tuple, list)) and not isinstance(a, Tensor):
+        items = [_substitute(e, f"{prefix}_{j}", proxies) for j, e in enumerate(a)]
+        if type(a) in (tuple, list):
+            return type(a)(items)
+        return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
+    return a
 
 
 def _stand_in(proxy: Tensor, arg: Tensor) -> Tensor:

@@ -116,6 +116,10 @@ class Conv1d(_ConvNd):
     def _infer_bias_shape(self):
         return (1, self.out_channels, 1)
 
+    def get_pad_witdth(self):
+        """The pad width of `padding_mode` padding (MegEngine's name, typo included)."""
+        return ((0, 0), (0, 0), (self.padding, self.padding))
+
     def calc_conv(self, inp, weight, bias):
         if self.padding_mode != "zeros":
             inp = F.pad(inp, ((0, 0), (0, 0), (self.padding, self.padding)), self.padding_mode)
@@ -146,6 +150,11 @@ class Conv2d(_ConvNd):
     def _get_fanin(self) -> int:
         kh, kw = self.kernel_size
         return kh * kw * self.in_channels
+
+    def get_pad_witdth(self):
+        """The pad width of `padding_mode` padding (MegEngine's name, typo included)."""
+        return ((0, 0), (0, 0), (self.padding[0], self.padding[0]),
+                (self.padding[1], self.padding[1]))
 
     def _infer_weight_shape(self):
         return self._conv_weight_shape(self.kernel_size)
