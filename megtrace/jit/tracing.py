@@ -19,6 +19,7 @@ from ..dtype import name_of
 from ..errors import TraceError
 from ..ir import Graph, Var
 from ..tensor import Tensor
+from . import overlap
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
 from .entry import TraceEntry, materialize
@@ -251,6 +252,9 @@ class trace:
                 if entry.refresh_outputs():
                     entry.compiled = None       # build again, keeping those values too
         rep = Replayer(entry, self._run_entry, feeds)
+        if not entry.externals and entry.compiled is not None and overlap.wanted():
+            # every graph input is known now: run the graph while Python replays
+            rep.pending = overlap.start(self._run_entry, entry, feeds)
         given = dict(bindings)
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]

@@ -16,6 +16,9 @@ measurements behind them):
 - epilogue.py  bias / batch norm / activation / residual fused into the kernels
 - layout.py    NCHW16c and weight packing
 - generic.py   threads + vectors for every other PrimFunc, after fusion
+- fast_math.py vectorizable float32 exp/erf/tanh/sigmoid (MEGTRACE_FAST_MATH=0: libm)
+- fast_math_pass.py  gives them to generic kernels (softmax, GELU, ...) before legalization
+- rowwise.py   softmax / layer_norm rows reduced as 16 lane partials (vectorized)
 - pipeline.py  TVM's CPU pipeline with the generic rule inserted
 """
 from .lower import to_relax_cpu

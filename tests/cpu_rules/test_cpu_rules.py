@@ -73,6 +73,8 @@ CONVS = [  # n, c, h, w, oc, k, stride, pad
     (1, 32, 8, 10, 16, 1, 2, 0),        # 1x1 stride 2
     (1, 5, 23, 21, 8, 7, 2, 3),         # 7x7 stride 2 (a ResNet stem)
     (1, 16, 17, 31, 16, 3, 1, 1),       # a row that needs width padding (31 columns)
+    (2, 40, 7, 7, 64, 3, 1, 1),         # narrow rows: 2 channel blocks per register tile
+    (1, 96, 6, 6, 32, 1, 1, 0),         # the same with a 1x1 kernel, 6 columns
 ]
 
 

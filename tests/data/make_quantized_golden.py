@@ -165,5 +165,33 @@ quantize(net)
 net.eval()
 out["net_q_y"] = net(mge.tensor(x_eval)).numpy()
 
+
+
+# -- BatchMatMulActivation, float and converted ----------------------------------------------
+class BmmNet(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = M.QuantStub()
+        self.bmm = M.BatchMatMulActivation(3, 8, 4, bias=True, nonlinear_mode="relu")
+        self.dequant = M.DequantStub()
+
+    def forward(self, x):
+        return self.dequant(self.bmm(self.quant(x)))
+
+
+bnet = BmmNet()
+bnet.bmm.bias[...] = rng.normal(size=(4,)).astype(np.float32)
+out["bmm_init.bmm.weight"], out["bmm_init.bmm.bias"] = bnet.bmm.weight.numpy(), bnet.bmm.bias.numpy()
+bx = rng.normal(size=(3, 8, 4)).astype(np.float32)
+out["bmm_x"], out["bmm_float_y"] = bx, bnet(mge.tensor(bx)).numpy()
+bnet.eval()
+quantize_qat(bnet)
+enable_observer(bnet)
+bnet(mge.tensor(bx))
+disable_observer(bnet)
+quantize(bnet)
+bnet.eval()
+out["bmm_q_y"] = bnet(mge.tensor(bx)).numpy()
+
 np.savez(os.path.join(os.path.dirname(os.path.abspath(__file__)), "quantized_golden.npz"), **out)
 print("wrote", len(out), "arrays")
