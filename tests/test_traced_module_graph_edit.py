@@ -85,3 +85,39 @@ def test_inserted_exprs_get_fresh_ids_that_pickling_keeps():
     # relu(v) + 1 became -relu(v) + 1 in both blocks: check against NumPy
     w0, b0 = tm.block0.conv1.weight.numpy(), tm.block0.conv1.bias.numpy()
     assert np.isfinite(again(x).numpy()).all() and w0.shape == (3, 3, 3, 3) and b0.size == 3
+
+
+class Neg(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.identity = M.Identity()
+        self.unused = M.ReLU()           # never called by forward: still an attribute
+
+    def forward(self, x):
+        return -self.identity(x)
+
+
+def test_user_module_inserted_in_a_graph_becomes_a_traced_module():
+    tm, x, want = _traced()
+    graph = tm.graph
+    out = graph.outputs[0]
+    tm.neg = Neg()
+    self_node = graph.inputs[0]
+    with graph.insert_exprs():
+        neg_out = self_node.neg(out)
+    graph.replace_node({out: neg_out})
+    graph.compile()
+    assert type(tm.neg).__name__ == "TracedModule" and tm.neg.graph is not None
+    assert isinstance(tm.neg.unused, M.ReLU)
+    np.testing.assert_allclose(tm(x).numpy(), -want, rtol=1e-6)
+    again = pickle.loads(pickle.dumps(tm))
+    np.testing.assert_allclose(again(x).numpy(), -want, rtol=1e-6)
+    # a builtin module stays itself
+    tm.block0.relu = M.ReLU()
+    out = graph.outputs[0]
+    with graph.insert_exprs():
+        relu_out = self_node.block0.relu(out)
+    graph.replace_node({out: relu_out})
+    graph.compile()
+    assert type(tm.block0.relu) is M.ReLU
+    np.testing.assert_allclose(tm(x).numpy(), np.maximum(-want, 0), rtol=1e-6)
