@@ -89,6 +89,7 @@ class InsertExprs:
                          if n.expr is not None and id(n.expr) in old and n.expr in graph._exprs]
             index = max(producers) + 1 if producers else 0
         graph._exprs[index:index] = new
+        graph._number_new(new)
         for node in graph.nodes(False):
             if isinstance(node, TensorNode):
                 node.value = None

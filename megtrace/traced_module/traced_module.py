@@ -208,8 +208,9 @@ class TracedModule(Module):
             state["argspec"] = inspect.FullArgSpec(*state["argspec"])
         super().__setstate__(state)
         self._bind_graphs()
-        for graph in graphs.values():
-            graph._reset_ids()
+        for graph in graphs.values():      # ids are kept; files without them get new ones
+            if not graph._ids_valid():
+                graph._reset_ids()
 
 
 def register_as_builtin(mod_cls: type) -> None:
