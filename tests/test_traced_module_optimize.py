@@ -1,6 +1,6 @@
-"""traced_module.optimize("FuseConvBn") (MegEngine's pass): eval-mode BatchNorms after
-convolutions disappear from the graph and the results stay those of the float module
-(NumPy-computed reference: the unfused module run eagerly)."""
+"""traced_module.optimize (MegEngine's passes): "FuseConvBn" removes eval-mode BatchNorms
+after convolutions, "BackwardFoldScale" folds constant scalings into convolution weights;
+the results stay those of the original module run eagerly."""
 import numpy as np
 import pytest
 
@@ -70,5 +70,40 @@ def test_training_mode_batchnorm_and_unknown_passes_are_left_alone():
     assert len(fused.graph.get_module_by_type(M.BatchNorm2d).as_list()) == 4
     with pytest.raises(ValueError, match="unknown pass"):
         tm.optimize(traced, "NoSuchPass")
-    with pytest.raises(NotImplementedError, match="BackwardFoldScale"):
-        tm.optimize(traced, "BackwardFoldScale")
+    with pytest.raises(NotImplementedError, match="FuseAddMul"):
+        tm.optimize(traced, "FuseAddMul")
+
+
+class Scaled(M.Module):
+    def __init__(self, conv_cls, sign=1):
+        super().__init__()
+        self.conv, self.bn = conv_cls(3, 4, 3, padding=1), M.BatchNorm2d(4)
+        self.conv2 = conv_cls(3, 4, 1)
+        self.scale = mge.tensor([3.0, 0.5 * sign])
+
+    def forward(self, x):
+        y = F.relu(self.bn(self.conv(x))) * self.scale[0] + F.relu(self.conv2(x)) * self.scale[1]
+        y = F.add(y, 2) * 4
+        return F.reshape(y, (-1,)) * 2
+
+
+@pytest.mark.parametrize("conv_cls", [M.Conv2d, SubConv])
+def test_backward_fold_scale_moves_constant_scales_into_convolutions(conv_cls):
+    net = Scaled(conv_cls)
+    net.eval()
+    x = mge.tensor(np.random.RandomState(2).normal(size=(2, 3, 6, 6)).astype("float32"))
+    want = net(x).numpy()
+    out = tm.optimize(tm.trace_module(net, x).flatten(), "BackwardFoldScale")
+    np.testing.assert_allclose(out(x).numpy(), want, rtol=1e-5, atol=1e-4)
+    assert not out.graph.get_method_by_type("__mul__").as_list()
+    assert not out.graph.get_module_by_type(M.BatchNorm2d).as_list()
+
+
+def test_negative_scale_does_not_cross_relu():
+    net = Scaled(M.Conv2d, sign=-1)
+    net.eval()
+    x = mge.tensor(np.random.RandomState(3).normal(size=(1, 3, 6, 6)).astype("float32"))
+    want = net(x).numpy()
+    out = tm.optimize(tm.trace_module(net, x).flatten(), ["FuseConvBn", "BackwardFoldScale"])
+    np.testing.assert_allclose(out(x).numpy(), want, rtol=1e-5, atol=1e-4)
+    assert len(out.graph.get_method_by_type("__mul__").as_list()) == 1   # the -0.5 stays

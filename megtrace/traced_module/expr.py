@@ -17,6 +17,16 @@ class Expr:
     """One operation: reads `inputs` (nodes), makes `outputs` (nodes). Non-node arguments
     are `const_val` ((position, value) pairs); `arg_def` rebuilds (args, kwargs)."""
 
+    _next_id = 0     # MegEngine's id counter; graphs number new exprs from their _total_ids
+
+    @classmethod
+    def _get_next_id(cls) -> int:
+        return cls._next_id
+
+    @classmethod
+    def _set_next_id(cls, value: int) -> None:
+        cls._next_id = int(value)
+
     def __init__(self):
         self._id = -1
         self.inputs: list[Node] = []

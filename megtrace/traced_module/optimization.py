@@ -1,5 +1,6 @@
 """`traced_module.optimize`: inference rewrites of a TracedModule's graph (MegEngine's
-traced_module._passes). megtrace has "FuseConvBn": an eval-mode BatchNorm whose input is
+traced_module._passes). megtrace has "BackwardFoldScale" (fold_scale.py) and "FuseConvBn":
+an eval-mode BatchNorm whose input is
 a convolution read by nothing else is folded into that convolution's weight and bias, for
 Conv2d/BatchNorm2d module calls and for F.conv2d/F.batch_norm calls on attributes (what
 `flatten()` leaves of user subclasses); the BatchNorm disappears from the graph."""
@@ -16,6 +17,7 @@ from ..logger import get_logger
 from ..tensor import Parameter
 from ..utils.bn_fusion import fold_weight_bias
 from .expr import CallFunction, CallMethod, Expr, GetAttr
+from .fold_scale import backward_fold_scale
 from .node import ModuleNode, TensorNode
 from .traced_module import TracedModule
 from .utils import get_subattr
@@ -37,12 +39,18 @@ def optimize(module: TracedModule,
         if name not in KNOWN_PASSES:
             raise ValueError(f"optimize: unknown pass {name!r}; MegEngine's passes are "
                              f"{', '.join(KNOWN_PASSES)}")
-        if name != "FuseConvBn":
-            raise NotImplementedError(f"optimize: pass {name!r} is not implemented in "
-                                      "megtrace yet (FuseConvBn is)")
+        if name == "FuseAddMul":
+            raise NotImplementedError("optimize: pass 'FuseAddMul' is not implemented in "
+                                      "megtrace yet (FuseConvBn and BackwardFoldScale are)")
+    if "BackwardFoldScale" in passes and "FuseConvBn" not in passes:
+        logger.warning("Since BackwardFoldScale requires FuseConvBn, FuseConvBn will be "
+                       "enabled.")
+        passes.append("FuseConvBn")
     module = deepcopy(module)
     if "FuseConvBn" in passes:
         _fuse_conv_bn(module)
+    if "BackwardFoldScale" in passes:
+        backward_fold_scale(module)
     return module
 
 

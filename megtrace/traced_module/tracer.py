@@ -296,7 +296,10 @@ class Tracer:
         expr.arg_def = arg_def
         expr.set_args(leaves, self._argument_nodes(leaves))
         builder = self.builders.get(id(module))
-        if builder is None and not (is_builtin(module) or self.editing):
+        # while editing a graph, a user module inserted there is traced into (it becomes
+        # a TracedModule when the block ends); TracedModules keep their own graphs
+        if builder is None and not is_builtin(module) and \
+                not (self.editing and hasattr(module, "argdef_graph_map")):
             builder = self.builders.setdefault(id(module), Builder(module, False))
         if builder is None or arg_def in builder.graphs:
             with self.opaque():
