@@ -121,3 +121,18 @@ def test_user_module_inserted_in_a_graph_becomes_a_traced_module():
     graph.compile()
     assert type(tm.block0.relu) is M.ReLU
     np.testing.assert_allclose(tm(x).numpy(), np.maximum(-want, 0), rtol=1e-6)
+
+
+class Named(M.Module):
+    def forward(self, x):
+        y = x + 1
+        y.name = "first_sum"
+        return y * 2
+
+
+def test_tensor_names_set_in_forward_name_the_nodes():
+    x = mge.tensor(np.ones((2,), "float32"))
+    tm = trace_module(Named(), x)
+    node = tm.graph.get_node_by_name("first_sum").as_unique()
+    assert node.expr.method == "__add__"
+    np.testing.assert_array_equal(tm(x).numpy(), [4.0, 4.0])

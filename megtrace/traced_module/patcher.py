@@ -64,6 +64,7 @@ class Patcher:
         self._set_attr(Module, "__call__", self._module_call_wrapper(Module.__call__))
         self._set_attr(Module, "__getattribute__", self._module_getattribute())
         self._set_attr(Tensor, "shape", self._shape_property(Tensor.shape))
+        self._set_attr(Tensor, "name", self._name_property(Tensor.name))
         return self
 
     def __exit__(self, *exc):
@@ -148,6 +149,17 @@ class Patcher:
             return tracer.traced_shape(tensor, value)
 
         return property(shape, doc=original.__doc__)
+
+    def _name_property(self, original: property) -> property:
+        """`x.name = "..."` in a traced forward names x's node too (MegEngine)."""
+        tracer = self._tracer
+
+        def setter(tensor, name):
+            original.fset(tensor, name)
+            if name and tracer.recording_calls() and tracer.scopes:
+                tracer.rename_node(tensor, name)
+
+        return property(original.fget, setter, doc=original.__doc__)
 
     def _module_call_wrapper(self, original: Callable) -> Callable:
         tracer = self._tracer

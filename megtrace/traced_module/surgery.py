@@ -101,6 +101,8 @@ class InsertExprs:
                 continue          # a module reached another way keeps being called as is
             assign_attr(module, owner, fetch.name)
             node.module_type = type(module)
+            for sub in module.argdef_graph_map.values():      # ids continue the top's
+                graph._number_new(list(sub._iter_exprs(True)))
         owner._bind_graphs()
 
     def _place_new_exprs(self) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..module.module import Module
 from ..tensor import Tensor
-from . import serialize, surgery
+from . import serialization, serialize, surgery
 from .expr import Constant, GetAttr, Input, _get_attr_path
 from .graph import InternalGraph
 from .node import ModuleNode, Node
@@ -208,6 +208,8 @@ class TracedModule(Module):
             state["argspec"] = inspect.FullArgSpec(*state["argspec"])
         super().__setstate__(state)
         self._bind_graphs()
+        for graph in graphs.values():      # registered loaders may rewrite exprs
+            serialization.run_loaders(graph)
         for graph in graphs.values():      # ids are kept; files without them get new ones
             if not graph._ids_valid():
                 graph._reset_ids()

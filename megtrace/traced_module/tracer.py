@@ -364,6 +364,13 @@ class Tracer:
         builder.out_defs[arg_def] = out_def
         return result
 
+    def rename_node(self, tensor: Tensor, name: str) -> None:
+        """The node of `tensor` in the graph being recorded takes the name `name`."""
+        node = self.scope.node_of(tensor)
+        if isinstance(node, TensorNode) and node.top_graph is self.scope.graph and \
+                node.name != name:
+            node.name = name
+
     def record_apply(self, op_name: str, params: dict, inputs: tuple, outs: tuple) -> None:
         if not self.scopes or not self.recording_calls():
             return
