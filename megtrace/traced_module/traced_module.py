@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..module.module import Module
+from ..module.qat import QATModule
 from ..tensor import Tensor
 from . import serialization, serialize, surgery
 from .expr import Constant, GetAttr, Input, _get_attr_path
@@ -305,6 +306,13 @@ class _Build:
         for key, value in vars(mod).items():
             if key not in vars(tm) and _holds_module_or_tensor(value):
                 setattr(tm, key, self.convert(value))
+        if isinstance(mod, QATModule):      # MegEngine: a traced QAT module stays one
+            tm.is_qat = True
+            tm.with_act, tm.with_weight = mod.with_act, mod.with_weight
+            for key in ("act_fake_quant", "act_observer", "weight_fake_quant",
+                        "weight_observer"):
+                if not hasattr(tm, key):
+                    setattr(tm, key, None)
         return tm
 
     def _copy_path(self, orig, tm, parts: list[str]) -> None:

@@ -10,6 +10,8 @@ import numpy as np
 
 from .. import dispatch
 from ..module.module import Module, _expand_structure
+from ..quantization.fake_quant import _FakeQuantize
+from ..quantization.observer import Observer
 from ..tensor import Tensor
 from .expr import Apply, CallFunction, CallMethod, Constant, Expr, GetAttr, Input
 from .node import ModuleNode, Node, TensorNode
@@ -29,7 +31,9 @@ def active_tracer() -> Optional["Tracer"]:
 
 
 def is_builtin(module: Module) -> bool:
-    return type(module) in BUILTIN_MODULES
+    """Called as one CallMethod, not traced into: builtin module classes, and (as in
+    MegEngine) every observer and fake quantizer, user subclasses included."""
+    return type(module) in BUILTIN_MODULES or isinstance(module, (Observer, _FakeQuantize))
 
 
 class Scope:
