@@ -85,3 +85,71 @@ def test_inserted_exprs_get_fresh_ids_that_pickling_keeps():
     # relu(v) + 1 became -relu(v) + 1 in both blocks: check against NumPy
     w0, b0 = tm.block0.conv1.weight.numpy(), tm.block0.conv1.bias.numpy()
     assert np.isfinite(again(x).numpy()).all() and w0.shape == (3, 3, 3, 3) and b0.size == 3
+
+
+class Neg(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.identity = M.Identity()
+        self.unused = M.ReLU()           # never called by forward: still an attribute
+
+    def forward(self, x):
+        return -self.identity(x)
+
+
+def test_user_module_inserted_in_a_graph_becomes_a_traced_module():
+    tm, x, want = _traced()
+    graph = tm.graph
+    out = graph.outputs[0]
+    tm.neg = Neg()
+    self_node = graph.inputs[0]
+    with graph.insert_exprs():
+        neg_out = self_node.neg(out)
+    graph.replace_node({out: neg_out})
+    graph.compile()
+    assert type(tm.neg).__name__ == "TracedModule" and tm.neg.graph is not None
+    assert isinstance(tm.neg.unused, M.ReLU)
+    np.testing.assert_allclose(tm(x).numpy(), -want, rtol=1e-6)
+    again = pickle.loads(pickle.dumps(tm))
+    np.testing.assert_allclose(again(x).numpy(), -want, rtol=1e-6)
+    # a builtin module stays itself
+    tm.block0.relu = M.ReLU()
+    out = graph.outputs[0]
+    with graph.insert_exprs():
+        relu_out = self_node.block0.relu(out)
+    graph.replace_node({out: relu_out})
+    graph.compile()
+    assert type(tm.block0.relu) is M.ReLU
+    np.testing.assert_allclose(tm(x).numpy(), np.maximum(-want, 0), rtol=1e-6)
+
+
+class Named(M.Module):
+    def forward(self, x):
+        y = x + 1
+        y.name = "first_sum"
+        return y * 2
+
+
+def test_tensor_names_set_in_forward_name_the_nodes():
+    x = mge.tensor(np.ones((2,), "float32"))
+    tm = trace_module(Named(), x)
+    node = tm.graph.get_node_by_name("first_sum").as_unique()
+    assert node.expr.method == "__add__"
+    np.testing.assert_array_equal(tm(x).numpy(), [4.0, 4.0])
+
+
+class MakesTensors(M.Module):
+    def forward(self, x):
+        y = mge.Tensor(x)          # follows x when the graph runs
+        y += 1
+        z = mge.Tensor([1, x, 1])
+        return x + 2, y, z
+
+
+def test_tensors_made_from_traced_tensors_follow_their_inputs():
+    tm = trace_module(MakesTensors(), mge.tensor(1))
+    x, y, z = tm(mge.tensor(5))
+    assert (int(x.numpy()), int(y.numpy())) == (7, 6)
+    np.testing.assert_array_equal(z.numpy(), [1, 5, 1])
+    again = pickle.loads(pickle.dumps(tm))
+    np.testing.assert_array_equal(again(mge.tensor(3))[2].numpy(), [1, 3, 1])

@@ -128,7 +128,16 @@ def _regions(dtype, ids, *shape):
     return lambda rng: rng.integers(0, ids, size=shape).astype(dtype)
 
 
+def _c64(*shape):
+    return lambda rng: (rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)).astype(
+        np.complex64)
+
+
 SAMPLES = [
+    Sample("create_complex", lambda rng: [f32(2, 3)(rng), f32(2, 3)(rng)],
+           ref=lambda re, im: re.astype(np.float64) + 1j * im.astype(np.float64)),
+    Sample("get_real", lambda rng: [_c64(3, 4)(rng)], ref=lambda z: np.real(z)),
+    Sample("get_imag", lambda rng: [_c64(3, 4)(rng)], ref=lambda z: np.imag(z)),
     Sample("region_restricted_conv",
            lambda rng: [f32(2, 4, 5, 6)(rng), f32(2, 3, 2, 3, 2)(rng),
                         _regions(np.int32, 3, 2, 5, 6)(rng), _regions(np.int32, 3, 2, 5, 5)(rng)],
