@@ -42,7 +42,7 @@ _active = _RecorderStack()
 tape_hook = None
 
 # megtrace.amp's input casts while dtype autocast is on (MegEngine's DTypePromote rules):
-# called as autocast(op, inputs) -> the inputs the op runs on
+# called as autocast(op, inputs, params) -> the inputs and params the op runs with
 autocast = None
 
 # megtrace.dtr's pool while eager DTR is enabled: runs eager ops itself
@@ -95,7 +95,7 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
     op = get(op) if isinstance(op, str) else op
     if autocast is not None:
-        inputs = autocast(op, inputs)
+        inputs, params = autocast(op, inputs, params)
     stack = _active.stack
     rec = stack[-1] if stack else None
     if rec is not None:
