@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import formats
 from .ops import OpDef, get, quantized_eager
+from .ops.registry import _REGISTRY as _ops_by_name
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -93,7 +94,8 @@ def note_undumpable(reason: str) -> None:
 
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
-    op = get(op) if isinstance(op, str) else op
+    if isinstance(op, str):
+        op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
     if autocast is not None:
         inputs, params = autocast(op, inputs, params)
     stack = _active.stack

@@ -136,3 +136,20 @@ def test_tensor_names_set_in_forward_name_the_nodes():
     node = tm.graph.get_node_by_name("first_sum").as_unique()
     assert node.expr.method == "__add__"
     np.testing.assert_array_equal(tm(x).numpy(), [4.0, 4.0])
+
+
+class MakesTensors(M.Module):
+    def forward(self, x):
+        y = mge.Tensor(x)          # follows x when the graph runs
+        y += 1
+        z = mge.Tensor([1, x, 1])
+        return x + 2, y, z
+
+
+def test_tensors_made_from_traced_tensors_follow_their_inputs():
+    tm = trace_module(MakesTensors(), mge.tensor(1))
+    x, y, z = tm(mge.tensor(5))
+    assert (int(x.numpy()), int(y.numpy())) == (7, 6)
+    np.testing.assert_array_equal(z.numpy(), [1, 5, 1])
+    again = pickle.loads(pickle.dumps(tm))
+    np.testing.assert_array_equal(again(mge.tensor(3))[2].numpy(), [1, 3, 1])

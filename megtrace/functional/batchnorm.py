@@ -75,7 +75,13 @@ def _inference_4d(inp, mean, var, weight, bias, eps) -> Optional[Tensor]:
         return None
     dtype = inp.dtype
     for t in (weight, bias, mean, var):
-        if not isinstance(t, Tensor) or t.dtype is not dtype or t.ndim != 4:
+        if not isinstance(t, Tensor):
+            return None
+        value = t._value            # a module's statistics: read the array directly
+        if value is not None:
+            if value.dtype is not dtype or value.ndim != 4:
+                return None
+        elif t.dtype is not dtype or t.ndim != 4:
             return None
     return apply("batch_norm", inp, weight, bias, mean, var, eps=float(eps))
 

@@ -134,8 +134,11 @@ class Replayer:
                     break
                 else:
                     self.pc = index + 1
-                    if len(outs) == 1:
-                        t = _wrap(None, outs[0], self, self._device)
+                    if len(outs) == 1:      # Tensor._wrap's fields, set here: no call
+                        t = _new(Tensor)
+                        t._value, t._var, t._owner, t._version = None, outs[0], self, 0
+                        t._name, t._qparams, t._format, t._ad = "", None, "default", None
+                        t._device = self._device
                         self._live.append(_ref(t))
                         return (t,)
                     return tuple(self._traced(v) for v in outs)
@@ -292,6 +295,7 @@ class Replayer:
 
 
 _wrap = Tensor._wrap
+_new = object.__new__
 _ref = weakref.ref
 
 

@@ -190,7 +190,11 @@ class Tracer:
         else:
             if isinstance(obj, Module) and not is_builtin(obj):
                 self.builders.setdefault(id(obj), Builder(obj, False))
-            expr = Constant(obj, node)
+            # a tensor constant is its value now: in-place updates the forward makes later
+            # (y = Tensor(x); y += 1) are recorded exprs, not changes of the constant
+            value = Tensor._wrap(obj.numpy(), device=obj.device) \
+                if isinstance(obj, Tensor) and obj._value is not None else obj
+            expr = Constant(value, node)
         scope.graph._insert(expr)
         scope.bind(obj, node)
         return node

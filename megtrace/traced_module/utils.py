@@ -72,3 +72,9 @@ def assign_attr(obj, module, target: str) -> None:
 def _is_module(obj) -> bool:
     # a Module, or the graph node standing for one (ModuleNode) while editing a graph
     return isinstance(obj, Module) or type(obj).__name__ == "ModuleNode"
+
+
+def _convert_kwargs_to_args(func: Callable, args: tuple, kwargs: dict,
+                            is_bounded: bool = False) -> tuple[tuple, dict]:
+    """MegEngine's name and signature for `convert_kwargs_to_args`."""
+    return convert_kwargs_to_args(func, args, kwargs, bound=is_bounded)
