@@ -43,7 +43,7 @@ _active = _RecorderStack()
 tape_hook = None
 
 # megtrace.amp's input casts while dtype autocast is on (MegEngine's DTypePromote rules):
-# called as autocast(op, inputs) -> the inputs the op runs on
+# called as autocast(op, inputs, params) -> the inputs and params the op runs with
 autocast = None
 
 # megtrace.dtr's pool while eager DTR is enabled: runs eager ops itself
@@ -97,7 +97,7 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     if isinstance(op, str):
         op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
     if autocast is not None:
-        inputs = autocast(op, inputs)
+        inputs, params = autocast(op, inputs, params)
     stack = _active.stack
     rec = stack[-1] if stack else None
     if rec is not None:
