@@ -9,6 +9,7 @@ from . import dynamic_shape  # noqa: F401  (value-dependent shapes: cond_take)
 from . import conv  # noqa: F401  (convolution family: module)
 from . import ranges  # noqa: F401  (linspace of a traced length)
 from . import nchwxx  # noqa: F401  (NCHW88/NCHW44 layouts: optimize_for_inference)
+from . import nhwcd4  # noqa: F401  (NHWCD4 image layout: optimize_for_inference)
 from . import indexing_incr  # noqa: F401  (gradient of gathers)
 from . import quant  # noqa: F401  (fake quantization: quantization)
 from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
