@@ -65,6 +65,8 @@ KNOWN_V1 = frozenset({
 # sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals
 KNOWN_V1 |= {"SVD", "Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye", "IndexingSetOneHot"}
+# region restricted convolution (MGB_SEREG_OPR: version 1, Convolution param only)
+KNOWN_V1 |= {"RegionRestrictedConvolution"}
 # random number oprs (megtrace.random)
 KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1", "GammaRNG", "PoissonRNG", "BetaRNG"}
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .ops import OpDef, get
+from . import formats
+from .ops import OpDef, get, quantized_eager
+from .ops.registry import _REGISTRY as _ops_by_name
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -39,6 +41,10 @@ _active = _RecorderStack()
 # megtrace.autodiff's recorder, set while a gradient tape records: called after every op
 # as tape_hook(op, inputs, params, outputs)
 tape_hook = None
+
+# megtrace.amp's input casts while dtype autocast is on (MegEngine's DTypePromote rules):
+# called as autocast(op, inputs, params) -> the inputs and params the op runs with
+autocast = None
 
 # megtrace.dtr's pool while eager DTR is enabled: runs eager ops itself
 # (dtr.run(op, kwargs, inputs, arrays, device) -> outputs) to record how to recompute them
@@ -88,10 +94,24 @@ def note_undumpable(reason: str) -> None:
 
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
-    op = get(op) if isinstance(op, str) else op
+    if isinstance(op, str):
+        op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
+    if autocast is not None:
+        inputs, params = autocast(op, inputs, params)
     stack = _active.stack
     rec = stack[-1] if stack else None
-    outs = rec.record(op, inputs, params) if rec is not None else run_eager(op, inputs, params)
+    if rec is not None:
+        for t in inputs:        # a plain loop: any() over a generator costs ~1 us an op
+            value = t._value
+            if value is not None and value.dtype.metadata:
+                raise NotImplementedError(
+                    f"{op.name}: quantized dtypes (qint8/quint8/qint32...) run eagerly "
+                    "only; megtrace cannot trace them yet")
+        outs = rec.record(op, inputs, params)
+    else:
+        outs = run_eager(op, inputs, params)
+    if formats.in_use:
+        formats.propagate(op.name, inputs, outs)
     if tape_hook is not None:
         tape_hook(op, inputs, params, outs)
     return outs[0] if len(outs) == 1 else outs
@@ -107,6 +127,9 @@ def run_eager(op: OpDef, inputs: tuple, params: dict) -> tuple:
     arrays = [t._value if t._value is not None else _traced_value(t) for t in inputs]
     op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
     device = inputs[0]._device if inputs else None     # results live where inputs do
+    if any(a.dtype.metadata for a in arrays):           # MegEngine's quantized dtypes
+        return tuple(Tensor._wrap(v, device=device)
+                     for v in quantized_eager.run(op, arrays, kwargs))
     if dtr is None:
         return tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     return dtr.run(op, kwargs, inputs, arrays, device)

@@ -29,6 +29,8 @@ _TABLE = [
     DTypeInfo("float16", "f16", 9),
     DTypeInfo("bool", "bool", 18),
     DTypeInfo("uint16", "u16", 19),
+    # eager only: F.polar / F.complex; traces refuse it (TVM has no complex dtype)
+    DTypeInfo("complex64", "c64", 21),
 ]
 BY_NAME = {d.name: d for d in _TABLE}
 BY_MGE_ENUM = {d.mge_enum: d for d in _TABLE}
@@ -44,7 +46,8 @@ def from_mge_enum(value: int | str) -> DTypeInfo:
 float32, int32, uint8, int8, int16, float16, bool_ = (
     "float32", "int32", "uint8", "int8", "int16", "float16", "bool")
 
-_NARROW = {"float64": "float32", "int64": "int32", "uint64": "int32", "uint32": "int32"}
+_NARROW = {"float64": "float32", "int64": "int32", "uint64": "int32", "uint32": "int32",
+           "complex128": "complex64"}
 
 
 _CANONICAL: dict = {}     # memo: eager mode asks for every array of every op
@@ -91,8 +94,14 @@ def info(dtype: str) -> DTypeInfo:
 
 
 def as_array(value, dtype=None) -> np.ndarray:
-    """Convert a Python/NumPy value into an array with a megtrace dtype."""
+    """Convert a Python/NumPy value into an array with a megtrace dtype. A quantized
+    dtype (MegEngine's qint8, ...: metadata "mgb_dtype") is kept, the values cast to its
+    storage as they are (MegEngine: `Tensor(data, dtype=qint8(s))` stores `data`)."""
     arr = np.asarray(value)
+    quantized = _quantized(dtype) if dtype is not None else _quantized(arr.dtype)
+    if quantized is not None:
+        out = arr.astype(quantized, copy=False)
+        return out if out.flags.c_contiguous else out.copy()
     target = canonical(dtype if dtype is not None else arr.dtype)
     out = arr.astype(target, copy=False)
     return out if out.flags.c_contiguous else out.copy()
@@ -107,3 +116,9 @@ def promote(*dtypes: str) -> str:
 @functools.lru_cache(maxsize=64)
 def is_float(dtype: str) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def _quantized(dtype) -> np.dtype | None:
+    """`dtype` as a NumPy dtype when it is one of MegEngine's quantized dtypes."""
+    meta = getattr(dtype, "metadata", None)
+    return dtype if meta and "mgb_dtype" in meta else None

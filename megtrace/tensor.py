@@ -12,6 +12,7 @@ import numpy as np
 
 from . import device as _device
 from . import dtype as _dt
+from . import formats as _formats
 from .errors import TraceError
 
 _NO_DATA = object()     # pickle's NEWOBJ of an old MegEngine file: __setstate__ fills it
@@ -82,6 +83,8 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, value: np.ndarray | None, var=None, owner=None, device=None) -> "Tensor":
+        # jit/replay.py's Replayer.record sets these same fields inline (a new field
+        # goes there too; tests/test_trace_replay_fast.py compares the two)
         t = object.__new__(Tensor)
         if value is not None and type(value) is not np.ndarray:   # NumPy scalars from 0-d results
             value = np.asarray(value)
@@ -321,6 +324,8 @@ def _created_in_trace(t: Tensor) -> None:
 def _check_format(format: str) -> str:
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {_FORMATS}; got {format!r}")
+    if format != "default":
+        _formats.mark_used()
     return format
 
 

@@ -1,6 +1,6 @@
 """optimize_for_inference the way megtrace is built: the graph goes to Relax, TVM's passes
-optimize it (BatchNorm folded into the convolution -- into a transposed one by
-fold_deconv_bn.py first --, constants folded, common
+optimize it (BatchNorm folded into every kind of convolution by fold_conv_bn.py first,
+constants folded, common
 subexpressions and dead code removed), and the optimized Relax comes back as a megtrace
 graph (lift.py) with MegEngine's fused Elemwise modes, ready for the .mge writer.
 
@@ -18,7 +18,7 @@ from megtrace.ops import get
 
 from ._tvm import relax, tvm
 from .float16 import convert_f32_to_f16
-from .fold_deconv_bn import fold_batchnorm_into_deconv
+from .fold_conv_bn import fold_batchnorm_into_conv
 from .lift import lift
 from .lower import emit_node, to_relax
 from .nchwxx import convert_to_nchwxx
@@ -274,7 +274,7 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     bias_fusion = fuse_conv_bias_nonlinearity or fuse_conv_bias_with_z or layout is not None
     t = tvm()
     rx = relax()
-    graph, shape_cut = split_shape_arithmetic(fold_batchnorm_into_deconv(graph))
+    graph, shape_cut = split_shape_arithmetic(fold_batchnorm_into_conv(graph))
     kept: dict = {}
     mod, names = to_relax_for_inference(graph, kept)
     mod = _bias_before_bn(mod)

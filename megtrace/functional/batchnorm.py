@@ -15,6 +15,8 @@ from typing import Optional
 
 import numpy as np
 
+from .. import dtype as _dt
+from ..core.tensor import amp as _amp
 from ..dispatch import apply, note_undumpable
 from ..tensor import Tensor
 from ._convert import require_tensor
@@ -40,7 +42,48 @@ def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
     if t is None:
         return Tensor(np.full((1, c, 1, 1), fill, dtype))
     t = require_tensor("batch_norm", t)
+    if _dt.name_of(t.dtype) != dtype:
+        t = t.astype(dtype)
     return t if t.ndim == 4 else reshape(t, (1, c, 1, 1))
+
+
+def _work_dtype(inp: Tensor, *stats: Optional[Tensor]) -> str:
+    """float16 (or other sub-float32) data with float32 statistics computes in float32;
+    otherwise the input's dtype."""
+    same = inp.dtype
+    name = _dt.name_of(same)
+    for t in stats:
+        if t is None:
+            continue
+        dtype = getattr(t, "dtype", _F32)
+        if dtype is same:       # the common case (never wider than `name`): no np.dtype()
+            continue
+        dtype = np.dtype(dtype)
+        if dtype.itemsize > np.dtype(name).itemsize and dtype.kind == "f":
+            name = _dt.name_of(dtype)
+    return name
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _inference_4d(inp, mean, var, weight, bias, eps) -> Optional[Tensor]:
+    """The common inference case, what the general path below computes, without its
+    per-statistic conversions (a replayed trace runs this per BatchNorm, issue 11): a
+    4-d input and four (1, C, 1, 1) statistics of its dtype. None for anything else."""
+    if not isinstance(inp, Tensor) or inp.ndim != 4:
+        return None
+    dtype = inp.dtype
+    for t in (weight, bias, mean, var):
+        if not isinstance(t, Tensor):
+            return None
+        value = t._value            # a module's statistics: read the array directly
+        if value is not None:
+            if value.dtype is not dtype or value.ndim != 4:
+                return None
+        elif t.dtype is not dtype or t.ndim != 4:
+            return None
+    return apply("batch_norm", inp, weight, bias, mean, var, eps=float(eps))
 
 
 def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
@@ -51,9 +94,18 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     """Batch normalization over axis 1 of a 2-d, 3-d or 4-d input; statistics are
     (1, C, 1, 1) (or (C,)). Returns the output, or (output, new_mean, new_var) when
     training with running statistics and `inplace=False`."""
+    if not training and param_dim is _DIM_1C11 and not _amp._enabled:
+        y = _inference_4d(inp, running_mean, running_var, weight, bias, eps)
+        if y is not None:
+            return y
     if param_dim is not _DIM_1C11 and str(param_dim).lower() != "dim_1c11":
         raise ValueError(f"batch_norm: param_dim must be 'dim_1c11'; got {param_dim!r}")
     inp = require_tensor("batch_norm", inp)
+    if _amp._enabled:     # MegEngine's amp: data in low precision, statistics in high
+        inp = inp.astype(_amp._low_prec_dtype)
+        weight, bias, running_mean, running_var = (
+            t if t is None else require_tensor("batch_norm", t).astype(_amp._high_prec_dtype)
+            for t in (weight, bias, running_mean, running_var))
     ndim = inp.ndim
     if ndim < 2:
         raise ValueError(f"batch_norm: expected an input with a channel axis; got shape "
@@ -70,12 +122,17 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
         return inp if inplace or not (has_mean or has_var) else (inp, running_mean,
                                                                   running_var)
     x4 = inp if ndim == 4 else reshape(inp, (shape[0], c, int(np.prod(shape[2:])), 1))
-    dtype = inp.dtype
+    # MegEngine's BatchNorm gives the input's dtype and computes float16 data with its
+    # float32 parameters in float32
+    out_dtype = _dt.name_of(inp.dtype)
+    dtype = _work_dtype(inp, weight, bias, running_mean, running_var)
+    x4 = x4 if out_dtype == dtype else x4.astype(dtype)
     w = _stat_4d(weight, c, 1.0, dtype)
     b = _stat_4d(bias, c, 0.0, dtype)
     if not training:
         y = apply("batch_norm", x4, w, b, _stat_4d(running_mean, c, 0.0, dtype),
                   _stat_4d(running_var, c, 1.0, dtype), eps=float(eps))
+        y = y if out_dtype == dtype else y.astype(out_dtype)
         return y if ndim == 4 else reshape(y, shape)
 
     batch_mean = _mean(x4, axis=(0, 2, 3), keepdims=True)
@@ -83,6 +140,7 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     batch_var = _mean(mul(centered, centered), axis=(0, 2, 3), keepdims=True)
     y = mul(centered, mul(w, 1.0 / sqrt(add(batch_var, float(eps)))))
     y = add(y, b)
+    y = y if out_dtype == dtype else y.astype(out_dtype)
     y = y if inp.ndim == 4 else reshape(y, shape)
     if not (has_mean or has_var):
         return y
@@ -90,10 +148,10 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     n = inp.size // c
     new_mean = new_var = None
     if has_mean:
-        old = _stat_4d(running_mean, c, 0.0, inp.dtype)
+        old = _stat_4d(running_mean, c, 0.0, dtype)
         new_mean = add(mul(old, momentum), mul(batch_mean, 1 - momentum))
     if has_var:
-        old = _stat_4d(running_var, c, 1.0, inp.dtype)
+        old = _stat_4d(running_var, c, 1.0, dtype)
         # MegEngine divides the squared deviations by n - 1: one sample per channel
         # gives 0/0, a NaN running variance
         unbiased = mul(batch_var, n / (n - 1) if n > 1 else float("inf"))

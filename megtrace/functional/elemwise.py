@@ -1,10 +1,14 @@
 """Elementwise functions with MegEngine's names (`F.add`, `F.relu`, ...)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..dispatch import apply
+from ..ops import quantized_eager as Q
 from ..ops.elemwise import BINARY_NAMES, UNARY_NAMES
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
+from .tensor_ops import quantized_astype
 
 __all__ = list(UNARY_NAMES) + list(BINARY_NAMES)
 
@@ -36,3 +40,39 @@ for _n in UNARY_NAMES:
     globals()[_n] = _make_unary(_n)
 for _n in BINARY_NAMES:
     globals()[_n] = _make_binary(_n)
+
+
+# MegEngine's Elemwise mode names that megtrace's functionals spell differently
+_MODE_ALIASES = {"true_div": "div"}
+
+
+def _elwise(*args, mode: str) -> Tensor:
+    """MegEngine's `functional.elemwise._elwise`: the Elemwise operator `mode` (its
+    name, any case) on the arguments."""
+    name = _MODE_ALIASES.get(str(mode).lower(), str(mode).lower())
+    fn = globals().get(name) if name in __all__ else None
+    if fn is not None:
+        return fn(*args)
+    tensors = [a if isinstance(a, Tensor) else Tensor(a) for a in args]
+    if len(tensors) == 2:
+        tensors = list(binary_operands(*tensors))
+    return apply(name, *tensors)
+
+
+def _elemwise_multi_type(*args, mode: str, dtype=None) -> Tensor:
+    """MegEngine's ElemwiseMultiType in its quantized modes ("qadd", "qrelu",
+    "qfuse_add_relu", ...): the inputs dequantized, the float32 Elemwise `mode[1:]`
+    computed, the result quantized to `dtype` (round half away, saturated)."""
+    mode = str(mode).lower()
+    if not mode.startswith("q"):
+        raise NotImplementedError(f"_elemwise_multi_type: mode {mode!r}; megtrace runs the "
+                                  "quantized modes ('q' + an Elemwise mode)")
+    if dtype is None or Q.mgb_meta(np.dtype(dtype)) is None:
+        raise ValueError(f"_elemwise_multi_type: dtype must be a quantized dtype; got {dtype!r}")
+    values = []
+    for a in args:
+        if not isinstance(a, Tensor) or Q.mgb_meta(a.dtype) is None:
+            raise TypeError(f"_elemwise_multi_type: {mode} takes quantized tensors; got "
+                            f"{getattr(a, 'dtype', type(a).__name__)}")
+        values.append(quantized_astype(a, np.dtype("float32")))
+    return quantized_astype(_elwise(*values, mode=mode[1:]), np.dtype(dtype))

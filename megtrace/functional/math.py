@@ -12,6 +12,7 @@ from ._convert import binary_operands, cast, require_tensor
 from .reduction import max as _max, sum as _sum
 from .tensor_ops import expand_dims, reshape, squeeze
 from .elemwise import add, exp, log, maximum, minimum, sub
+from .elemwise_extra import isinf, isnan
 
 __all__ = ["argmax", "argmin", "topk", "cumsum", "clip", "logsumexp", "equal", "not_equal",
            "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
@@ -129,3 +130,20 @@ logical_and, logical_or, logical_xor = (_logical(n) for n in
 
 def logical_not(x) -> Tensor:
     return apply("logical_not", cast(require_tensor("logical_not", x), "bool"))
+
+
+def _check_non_finite(inps, scale: float = 1.0) -> Tensor:
+    """Whether any of `inps` holds an inf or NaN: an int32 scalar, 1 or 0 (MegEngine's
+    CheckNonFinite). Each input is multiplied by `scale` in place, as MegEngine's
+    operator does (GradScaler unscales gradients with it)."""
+    inps = [inps] if isinstance(inps, Tensor) else list(inps)
+    flag = None
+    for t in inps:
+        t = require_tensor("_check_non_finite", t)
+        bad = _max(cast(logical_or(isinf(t), isnan(t)), "int32"))
+        flag = bad if flag is None else maximum(flag, bad)
+    # all products first: one tensor passed twice is scaled once, as MegEngine's
+    # operator computes every output from the inputs it was given
+    for t, scaled in [(t, t * scale) for t in inps]:
+        t._reset(scaled)
+    return flag if flag is not None else Tensor(np.int32(0))

@@ -8,6 +8,7 @@ import numpy as np
 from .. import device as _device
 from .. import dtype as _dt
 from ..dispatch import active_recorder, apply
+from ..ops import quantized_eager
 from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
@@ -75,8 +76,25 @@ def _on(t: Tensor, device: str | None) -> Tensor:
 
 
 def astype(x: Tensor, dtype) -> Tensor:
-    """Convert to `dtype` (MegEngine's `Tensor.astype`; a TypeCvt operator)."""
-    return cast(require_tensor("astype", x), _dt.canonical(dtype))
+    """Convert to `dtype` (MegEngine's `Tensor.astype`; a TypeCvt operator). To or from
+    a quantized dtype (`megtrace.core.tensor.dtype.qint8(scale)`, ...) it quantizes or
+    dequantizes as MegEngine's TypeCvt does."""
+    x = require_tensor("astype", x)
+    if _dt._quantized(np.dtype(dtype) if not isinstance(dtype, str) else None) is not None \
+            or _dt._quantized(x.dtype) is not None:
+        return quantized_astype(x, np.dtype(dtype))
+    return cast(x, _dt.canonical(dtype))
+
+
+def quantized_astype(x: Tensor, dtype: np.dtype) -> Tensor:
+    """TypeCvt where `x` or `dtype` is quantized: eager only (no gradient flows through a
+    quantized value in MegEngine either)."""
+    if active_recorder() is not None:
+        raise NotImplementedError("astype to or from a quantized dtype runs eagerly only; "
+                                  "megtrace cannot trace quantized dtypes yet")
+    if x._value is None:
+        x.numpy()
+    return Tensor._wrap(quantized_eager.typecvt(x._value, dtype), device=x.device)
 
 
 def _axis_tuple(axis) -> tuple[int, ...]:

@@ -9,8 +9,9 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..module.module import Module
+from ..module.qat import QATModule
 from ..tensor import Tensor
-from . import serialize
+from . import serialization, serialize, surgery
 from .expr import Constant, GetAttr, Input, _get_attr_path
 from .graph import InternalGraph
 from .node import ModuleNode, Node
@@ -208,8 +209,11 @@ class TracedModule(Module):
             state["argspec"] = inspect.FullArgSpec(*state["argspec"])
         super().__setstate__(state)
         self._bind_graphs()
-        for graph in graphs.values():
-            graph._reset_ids()
+        for graph in graphs.values():      # registered loaders may rewrite exprs
+            serialization.run_loaders(graph)
+        for graph in graphs.values():      # ids are kept; files without them get new ones
+            if not graph._ids_valid():
+                graph._reset_ids()
 
 
 def register_as_builtin(mod_cls: type) -> None:
@@ -297,6 +301,18 @@ class _Build:
                 elif isinstance(expr, Constant) and isinstance(expr.value, Module):
                     expr.value = self.convert(expr.value)
             graph.compile()
+        # as MegEngine's builder: every submodule and tensor attribute comes along, used
+        # by forward or not (graph surgery may call them later)
+        for key, value in vars(mod).items():
+            if key not in vars(tm) and _holds_module_or_tensor(value):
+                setattr(tm, key, self.convert(value))
+        if isinstance(mod, QATModule):      # MegEngine: a traced QAT module stays one
+            tm.is_qat = True
+            tm.with_act, tm.with_weight = mod.with_act, mod.with_weight
+            for key in ("act_fake_quant", "act_observer", "weight_fake_quant",
+                        "weight_observer"):
+                if not hasattr(tm, key):
+                    setattr(tm, key, None)
         return tm
 
     def _copy_path(self, orig, tm, parts: list[str]) -> None:
@@ -305,6 +321,24 @@ class _Build:
             if isinstance(tm, TracedModule) and part not in vars(tm):
                 setattr(tm, part, self.convert(getattr(orig, part)))
             orig, tm = _get_attr_path(orig, part), _get_attr_path(tm, part)
+
+
+def _holds_module_or_tensor(value) -> bool:
+    if isinstance(value, (Module, Tensor)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_module_or_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_module_or_tensor(v) for v in value.values())
+    return False
+
+
+def _inserted_module_builder(builders: dict):
+    build = _Build(builders)
+    return build.module
+
+
+surgery.MODULE_BUILDER = _inserted_module_builder
 
 
 def trace_module(mod: Module, *args: Any, **kwargs: Any) -> TracedModule:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .._tvm import tvm
+from . import fast_math
 
 BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 
@@ -35,11 +36,12 @@ _UNARY = {
     "relu6": _relu6,
     "hswish": lambda x: x * _relu6(x + _f(3.0)) / _f(6.0),
     "hsigmoid": lambda x: _relu6(x + _f(3.0)) / _f(6.0),
-    "silu": lambda x: x * tvm().tirx.sigmoid(x),
-    "gelu": lambda x: x * (_f(0.5) + tvm().tirx.erf(x * _f(0.7071067811865476)) * _f(0.5)),
+    "silu": lambda x: x * fast_math.unary("sigmoid")(x),
+    # exp/erf/tanh/sigmoid as vectorizable polynomials unless MEGTRACE_FAST_MATH=0
+    **{name: (lambda n: lambda x: fast_math.unary(n)(x))(name)
+       for name in ("gelu", "sigmoid", "tanh", "exp")},
     **{name: (lambda n: lambda x: getattr(tvm().tirx, n)(x))(name)
-       for name in ("sigmoid", "tanh", "exp", "log", "abs", "floor", "ceil", "sin", "cos",
-                    "sqrt")},
+       for name in ("log", "abs", "floor", "ceil", "sin", "cos", "sqrt")},
 }
 UNARY_OPS = tuple(_UNARY)
 

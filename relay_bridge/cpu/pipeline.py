@@ -3,7 +3,8 @@
 TVM's default CPU pipeline legalizes, fuses and lowers, but schedules nothing. The
 generic rule runs right after FuseTIR, so it sees the fused functions (one parallel
 loop per fused group, not one per op); the hand-scheduled rule functions carry
-"tirx.is_scheduled" and pass through untouched.
+"tirx.is_scheduled" and pass through untouched. fast_math_pass (before legalization)
+gives exp/erf/tanh/sigmoid/softmax vectorizable polynomial forms.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from .._tvm import tvm
 from ..fusion_control import limit_fusion, record_kernels
+from .fast_math_pass import fast_math_pass
 from .generic import GenericRule
 
 
@@ -26,7 +28,8 @@ def cpu_pipeline(target: Any, *, fuse_transpose: bool = True, fuse_reduce: bool 
     @t.transform.module_pass(opt_level=0, name="MegtraceCpuPipeline")
     def _pipeline(mod, _ctx):
         with target:
-            legalize = [rx.transform.LegalizeOps(), rx.transform.AnnotateTIROpPattern(),
+            legalize = [fast_math_pass(), rx.transform.LegalizeOps(),
+                        rx.transform.AnnotateTIROpPattern(),
                         limit_fusion(fuse_transpose, fuse_reduce), rx.transform.FoldConstant(),
                         rx.transform.FuseOps(), rx.transform.FuseTIR(),
                         record_kernels(kernels if kernels is not None else [])]

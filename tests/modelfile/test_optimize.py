@@ -7,6 +7,7 @@ from models import ConvNet, GapNet, randomize_bn
 from zoo import MobileNetV2, ResNet18
 
 import megtrace as mge
+import megtrace.module as M
 from megtrace.jit import trace
 from megtrace.fbs.reader import read_model
 
@@ -42,6 +43,35 @@ def test_default_dump_folds_batchnorm_like_megengine(rng, tmp_path):
     assert "BatchNormV1" in kinds and meta.optimize_options == 0
 
 
+class _ConvBn(M.Module):
+    """A convolution of each kind, each followed by an inference BatchNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.depthwise = M.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.grouped = M.Conv2d(8, 12, 3, padding=1, groups=4)
+        self.dense = M.Conv2d(12, 8, 1)
+        self.deconv = M.ConvTranspose2d(8, 6, 2, stride=2, groups=2)
+        self.bns = [M.BatchNorm2d(c) for c in (8, 12, 8, 6)]
+
+    def forward(self, x):
+        for conv, bn in zip((self.depthwise, self.grouped, self.dense, self.deconv), self.bns):
+            x = bn(conv(x))
+        return x
+
+
+def test_batchnorm_folds_into_every_convolution_kind(rng, tmp_path):
+    net = randomize_bn(_ConvBn(), rng).eval()
+    f = _traced(net, (1, 8, 8, 8), rng)
+    f.dump(tmp_path / "m.mge", arg_names=["data"], output_names=["out"])
+    kinds, _ = _kinds(tmp_path / "m.mge")
+    for unfolded in ("BatchNormV1", "Elemwise(SUB)", "Elemwise(TRUE_DIV)", "Elemwise(MUL)"):
+        assert unfolded not in kinds, kinds
+    x = rng.uniform(-1, 1, size=(2, 8, 8, 8)).astype(np.float32)
+    want = net(mge.tensor(x)).numpy()
+    assert rel_err(mge.load_graph(tmp_path / "m.mge").run(data=x)["out"], want) <= 1e-5
+
+
 def test_global_mean_becomes_adaptive_pooling(rng, tmp_path):
     f = _traced(GapNet().eval(), (1, 3, 16, 16), rng)
     f.dump(tmp_path / "g.mge")
@@ -63,7 +93,8 @@ def test_unsupported_optimization_flags_are_refused(rng, tmp_path):
     (ConvNet, (3, 32, 32), False), (ConvNet, (3, 32, 32), True),
     (lambda: ResNet18(num_classes=10), (3, 32, 32), True),
     (lambda: MobileNetV2(num_classes=10, width_mult=0.5), (3, 32, 32), True),
-], ids=["convnet", "convnet-fuse", "resnet18-fuse", "mobilenetv2-fuse"])
+    (lambda: MobileNetV2(num_classes=10, width_mult=0.5), (3, 32, 32), False),
+], ids=["convnet", "convnet-fuse", "resnet18-fuse", "mobilenetv2-fuse", "mobilenetv2"])
 def test_optimized_files_run_in_lite(make, shape, fuse, lite, rng, tmp_path):
     net = randomize_bn(make(), rng).eval()
     f = _traced(net, (1,) + shape, rng)

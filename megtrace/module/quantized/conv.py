@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.tensor import dtype as qdtype
+from ...functional.nn import pad
+from ...functional.quantized import conv_bias_activation, conv_transpose2d
 from ...tensor import Parameter
 from .. import conv as Float
 from .module import QuantizedModule, quantized_weight
@@ -19,7 +22,21 @@ class Conv2d(Float.Conv2d, QuantizedModule):
         self.output_dtype = dtype
         self.weight_dtype = None
 
-    forward = QuantizedModule.forward
+    def calc_conv_quantized(self, inp, nonlinear_mode="identity"):
+        """ConvBias on the int8 input and weight, the bias as qint32 (scale = input scale
+        * weight scale); reflect/replicate padding pads the quantized input first."""
+        assert self.padding_mode in ["zeros", "reflect", "replicate"]
+        bias_scale = qdtype.get_scale(inp.dtype) * qdtype.get_scale(self.weight.dtype)
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            inp, padding = pad(inp, self.get_pad_witdth(), self.padding_mode), 0
+        return conv_bias_activation(
+            inp, self.weight, self.bias.astype(qdtype.qint32(bias_scale)), self.output_dtype,
+            self.stride, padding, self.dilation, self.groups, conv_mode=self.conv_mode,
+            compute_mode=self.compute_mode, nonlinear_mode=nonlinear_mode)
+
+    def forward(self, inp):
+        return self.calc_conv_quantized(inp, nonlinear_mode="identity")
 
     @classmethod
     def _new(cls, conv, qat_module):
@@ -43,7 +60,8 @@ class Conv2d(Float.Conv2d, QuantizedModule):
 
 
 class ConvRelu2d(Conv2d):
-    pass
+    def forward(self, inp):
+        return self.calc_conv_quantized(inp, nonlinear_mode="relu")
 
 
 class _ConvBnActivation2d(Conv2d):
@@ -66,7 +84,8 @@ class ConvBn2d(_ConvBnActivation2d):
 
 
 class ConvBnRelu2d(_ConvBnActivation2d):
-    pass
+    def forward(self, inp):
+        return self.calc_conv_quantized(inp, nonlinear_mode="relu")
 
 
 class ConvTranspose2d(Float.ConvTranspose2d, QuantizedModule):
@@ -79,7 +98,20 @@ class ConvTranspose2d(Float.ConvTranspose2d, QuantizedModule):
         self.output_dtype = dtype
         self.weight_dtype = None
 
-    forward = QuantizedModule.forward
+    def calc_conv_transpose2d_quantized(self, inp, nonlinear_mode):
+        assert nonlinear_mode == "identity", "nonlinear_mode shoule be 'identity'"
+        bias = None
+        if self.bias is not None:
+            bias_scale = qdtype.get_scale(inp.dtype) * qdtype.get_scale(self.weight.dtype)
+            bias = self.bias.astype(qdtype.qint32(bias_scale))
+        return conv_transpose2d(
+            inp=inp, weight=self.weight, bias=bias, dtype=self.output_dtype,
+            stride=self.stride, padding=self.padding, output_padding=self.output_padding,
+            dilation=self.dilation, groups=self.groups, conv_mode=self.conv_mode,
+            compute_mode=self.compute_mode)
+
+    def forward(self, inp):
+        return self.calc_conv_transpose2d_quantized(inp, nonlinear_mode="identity")
 
     @classmethod
     def from_qat_module(cls, qat_module):
@@ -96,7 +128,8 @@ class ConvTranspose2d(Float.ConvTranspose2d, QuantizedModule):
 
 
 class ConvTransposeRelu2d(ConvTranspose2d):
-    pass
+    def forward(self, inp):
+        return self.calc_conv_transpose2d_quantized(inp, nonlinear_mode="relu")
 
 
 class _ConvTransposeBnActivation2d(ConvTranspose2d):
@@ -121,4 +154,5 @@ class ConvTransposeBn2d(_ConvTransposeBnActivation2d):
 
 
 class ConvTransposeBnRelu2d(_ConvTransposeBnActivation2d):
-    pass
+    def forward(self, inp):
+        return self.calc_conv_transpose2d_quantized(inp, nonlinear_mode="relu")

@@ -2,9 +2,14 @@
 Concat, Linear, LinearRelu, LinearBn1d, LinearBnRelu1d."""
 from __future__ import annotations
 
+from typing import Iterable
+
 import numpy as np
 
-from ...tensor import Parameter
+from ... import functional as F
+from ...core.tensor import dtype as qdtype
+from ...functional.elemwise import _elemwise_multi_type
+from ...tensor import Parameter, Tensor
 from .module import QuantizedModule, quantized_weight
 
 
@@ -15,6 +20,9 @@ class QuantStub(QuantizedModule):
         super().__init__(**kwargs)
         self.output_dtype = dtype
 
+    def forward(self, inp):
+        return inp.astype(self.output_dtype)
+
     @classmethod
     def from_qat_module(cls, qat_module):
         return cls(qat_module.get_activation_dtype(), name=qat_module.name)
@@ -22,6 +30,9 @@ class QuantStub(QuantizedModule):
 
 class DequantStub(QuantizedModule):
     """Converts a quantized input back to float32."""
+
+    def forward(self, inp):
+        return inp.astype("float32")
 
     @classmethod
     def from_qat_module(cls, qat_module):
@@ -36,15 +47,25 @@ class Elemwise(QuantizedModule):
         self.method = "q" + method
         self.output_dtype = dtype
 
+    def forward(self, *inps):
+        if self.training:
+            raise ValueError("quantized module only support inference.")
+        return _elemwise_multi_type(*inps, mode=self.method, dtype=self.output_dtype)
+
     @classmethod
     def from_qat_module(cls, qat_module):
         return cls(qat_module.method, qat_module.get_activation_dtype(), name=qat_module.name)
 
 
 class Concat(QuantizedModule):
+    """Requantizes every input to `output_dtype`, then concatenates."""
+
     def __init__(self, dtype=None, **kwargs):
         super().__init__(**kwargs)
         self.output_dtype = dtype
+
+    def forward(self, inps: Iterable[Tensor], axis: int = 0):
+        return F.concat(tuple(x.astype(self.output_dtype) for x in inps), axis)
 
     @classmethod
     def from_qat_module(cls, qat_module):
@@ -61,6 +82,21 @@ class Linear(QuantizedModule):
         self.output_dtype = dtype
         self.weight_dtype = None
 
+    def calc_linear_quantized(self, inp, nonlinear_mode="identity"):
+        """int8 x int8 -> qint32 (+ the bias as qint32), converted to `output_dtype`."""
+        if self.training:
+            raise ValueError("quantized module only support inference.")
+        assert nonlinear_mode in ["identity", "relu"]
+        bias_dtype = qdtype.qint32(qdtype.get_scale(inp.dtype) *
+                                   qdtype.get_scale(self.weight.dtype))
+        ret = F.linear(inp, self.weight,
+                       None if self.bias is None else self.bias.astype(bias_dtype))
+        ret = ret if self.output_dtype is None else ret.astype(self.output_dtype)
+        return F.relu(ret) if nonlinear_mode == "relu" else ret
+
+    def forward(self, inp):
+        return self.calc_linear_quantized(inp)
+
     @classmethod
     def from_qat_module(cls, qat_module):
         qmod = cls(dtype=qat_module.get_activation_dtype(), name=qat_module.name)
@@ -74,7 +110,8 @@ class Linear(QuantizedModule):
 
 
 class LinearRelu(Linear):
-    pass
+    def forward(self, inp):
+        return self.calc_linear_quantized(inp, nonlinear_mode="relu")
 
 
 class _LinearBnActivation1d(Linear):
@@ -97,4 +134,5 @@ class LinearBn1d(_LinearBnActivation1d):
 
 
 class LinearBnRelu1d(_LinearBnActivation1d):
-    pass
+    def forward(self, inp):
+        return self.calc_linear_quantized(inp, nonlinear_mode="relu")

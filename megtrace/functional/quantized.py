@@ -1,0 +1,145 @@
+"""`F.quantized`: MegEngine's inference-only quantized convolutions (ConvBias,
+BatchConvBias, ConvolutionBackwardData on qint8 tensors), run eagerly with integer
+accumulation (see megtrace/ops/quantized_eager.py for the arithmetic)."""
+from __future__ import annotations
+
+from typing import Tuple, Union
+
+import numpy as np
+
+from ..dispatch import active_recorder
+from ..ops import quantized_eager as Q
+from ..ops.conv import conv_nd_eager, conv_transpose_nd_eager
+from ..tensor import Tensor
+
+__all__ = ["conv_bias_activation", "batch_conv_bias_activation", "conv_transpose2d"]
+
+IntPair = Union[int, Tuple[int, int]]
+
+
+def _pair(name: str, v, nonzero: bool = False) -> tuple[int, int]:
+    out = tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v), int(v))
+    if len(out) != 2 or (nonzero and min(out) <= 0) or min(out) < 0:
+        raise ValueError(f"{name} must be {'a positive' if nonzero else 'a non-negative'} "
+                         f"int or a pair of them; got {v!r}")
+    return out
+
+
+def _quantized_value(fn: str, what: str, t: Tensor) -> np.ndarray:
+    if active_recorder() is not None:
+        raise NotImplementedError(f"{fn} runs eagerly only; megtrace cannot trace quantized "
+                                  "dtypes yet")
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fn}: {what} must be a Tensor; got {type(t).__name__}")
+    arr = t.numpy()
+    if not Q.is_quantized_array(arr):
+        raise TypeError(f"{fn}: {what} must have a quantized dtype (qint8, quint8, ...); "
+                        f"got {arr.dtype}")
+    return arr
+
+
+def _centered(arr: np.ndarray) -> np.ndarray:
+    """Stored integers minus the zero point, as int64."""
+    return Q.storage(arr).astype(np.int64) - int(Q.mgb_meta(arr.dtype).get("zero_point", 0))
+
+
+def _check_modes(fn: str, conv_mode: str, compute_mode: str) -> None:
+    if str(conv_mode).lower() != "cross_correlation":
+        raise NotImplementedError(f"{fn}: conv_mode {conv_mode!r}; megtrace runs "
+                                  "'cross_correlation'")
+    if str(compute_mode).lower() != "default":
+        raise ValueError(f"{fn}: compute_mode must be 'default' for quantized dtypes; got "
+                         f"{compute_mode!r}")
+
+
+def _grouped_weight(w: np.ndarray, groups: int) -> np.ndarray:
+    if groups == 1:
+        if w.ndim != 4:
+            raise ValueError(f"weight must be 4-d (oc, ic, kh, kw) when groups=1; got {w.shape}")
+        return w[None]
+    if w.ndim != 5 or w.shape[0] != groups:
+        raise ValueError(f"weight must be 5-d (groups, oc/groups, ic/groups, kh, kw) with "
+                         f"groups={groups}; got {w.shape}")
+    return w
+
+
+def _scale_product(x: np.ndarray, w: np.ndarray) -> float:
+    return float(np.float32(Q.scale_of(x.dtype)) * np.float32(Q.scale_of(w.dtype)))
+
+
+def conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=None,
+                         stride: IntPair = 1, padding: IntPair = 0, dilation: IntPair = 1,
+                         groups: int = 1, nonlinear_mode="identity",
+                         conv_mode="cross_correlation", compute_mode="default") -> Tensor:
+    """Quantized conv2d + bias + activation (MegEngine's ConvBias): int32 accumulation of
+    the int8 input and weight, the qint32 bias (scale = input scale * weight scale) added,
+    `nonlinear_mode` ("identity" or "relu") applied, the result converted to `dtype`."""
+    fn = "conv_bias_activation"
+    _check_modes(fn, conv_mode, compute_mode)
+    x = _quantized_value(fn, "inp", inp)
+    w = _quantized_value(fn, "weight", weight)
+    b = _quantized_value(fn, "bias", bias) if bias is not None else None
+    if x.ndim != 4:
+        raise ValueError(f"{fn}: inp must be 4-d NCHW; got shape {x.shape}")
+    wg = _grouped_weight(w, int(groups))
+    if wg.shape[0] * wg.shape[2] != x.shape[1]:
+        raise ValueError(f"{fn}: input has {x.shape[1]} channels, the weight expects "
+                         f"{wg.shape[0] * wg.shape[2]}")
+    acc = conv_nd_eager(_centered(x), _centered(wg), _pair("stride", stride, True),
+                        _pair("padding", padding), _pair("dilation", dilation, True))
+    out = Q.conv_bias(acc, b, _scale_product(x, w), nonlinear_mode, dtype)
+    return Tensor._wrap(out, device=inp.device)
+
+
+def batch_conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=None,
+                               stride: IntPair = 1, padding: IntPair = 0,
+                               dilation: IntPair = 1, groups: int = 1,
+                               nonlinear_mode="identity", conv_mode="cross_correlation",
+                               compute_mode="default") -> Tensor:
+    """MegEngine's BatchConvBias: like `conv_bias_activation`, but sample n of the batch
+    is convolved with its own weight `weight[n]` (weight: (N, OC, IC, KH, KW))."""
+    fn = "batch_conv_bias_activation"
+    _check_modes(fn, conv_mode, compute_mode)
+    if int(groups) != 1:
+        raise NotImplementedError(f"{fn}: groups must be 1")
+    x = _quantized_value(fn, "inp", inp)
+    w = _quantized_value(fn, "weight", weight)
+    b = _quantized_value(fn, "bias", bias) if bias is not None else None
+    if x.ndim != 4 or w.ndim != 5 or w.shape[0] != x.shape[0] or w.shape[2] != x.shape[1]:
+        raise ValueError(f"{fn}: inp (N, IC, H, W) and weight (N, OC, IC, KH, KW) do not "
+                         f"match: {x.shape} vs {w.shape}")
+    xc, wc = _centered(x), _centered(w)
+    s, p, d = _pair("stride", stride, True), _pair("padding", padding), \
+        _pair("dilation", dilation, True)
+    acc = np.concatenate([conv_nd_eager(xc[n:n + 1], wc[n][None], s, p, d)
+                          for n in range(x.shape[0])])
+    out = Q.conv_bias(acc, b, _scale_product(x, w), nonlinear_mode, dtype)
+    return Tensor._wrap(out, device=inp.device)
+
+
+def conv_transpose2d(inp: Tensor, weight: Tensor, bias: Tensor = None, dtype=None,
+                     stride: IntPair = 1, padding: IntPair = 0, output_padding: IntPair = 0,
+                     dilation: IntPair = 1, groups: int = 1, conv_mode="cross_correlation",
+                     compute_mode="default") -> Tensor:
+    """Quantized transposed convolution (MegEngine's ConvolutionBackwardData on qint8):
+    weight (IC, OC, KH, KW), int32 accumulation, converted to `dtype`."""
+    fn = "conv_transpose2d"
+    _check_modes(fn, conv_mode, compute_mode)
+    if groups != 1:
+        raise NotImplementedError("group quantized transposed conv2d is not supported yet.")
+    if bias is not None:
+        raise NotImplementedError("bias of quantized transposed conv2d is not supported yet.")
+    x = _quantized_value(fn, "inp", inp)
+    w = _quantized_value(fn, "weight", weight)
+    if x.ndim != 4 or w.ndim != 4 or w.shape[0] != x.shape[1]:
+        raise ValueError(f"{fn}: inp (N, IC, H, W) and weight (IC, OC, KH, KW) do not "
+                         f"match: {x.shape} vs {w.shape}")
+    s = _pair("stride", stride, True)
+    op = _pair("output_padding", output_padding)
+    if op[0] >= s[0] or op[1] >= s[1]:
+        raise ValueError("output_padding must be less than stride")
+    acc = conv_transpose_nd_eager(_centered(x), _centered(w)[None], s,
+                                  _pair("padding", padding), op,
+                                  _pair("dilation", dilation, True))
+    out = Q.conv_bias(acc, None, _scale_product(x, w), "identity", dtype)
+    return Tensor._wrap(out, device=inp.device)

@@ -1,0 +1,210 @@
+"""Quantized dtypes run eagerly as in MegEngine 1.13 (golden data from the real MegEngine:
+tests/data/make_quantized_golden.py): TypeCvt, integer ops on stored values, quantized
+matmul, F.quantized's convolutions, ElemwiseMultiType and a converted network."""
+import pathlib
+
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.functional as F
+import megtrace.module as M
+from megtrace.core.tensor import dtype as D
+from megtrace.dispatch import apply
+from megtrace.functional.elemwise import _elemwise_multi_type
+from megtrace.jit import trace
+from megtrace.quantization import quantize, quantize_qat
+from megtrace.quantization.quantize import disable_observer, enable_observer
+
+GOLD = np.load(pathlib.Path(__file__).parent / "data" / "quantized_golden.npz")
+DTYPES = {"qint8": D.qint8(0.5), "quint8": D.quint8(0.05, 128), "qint4": D.qint4(0.5),
+          "quint4": D.quint4(0.5, 7), "qint32": D.qint32(0.5), "qint1": D.qint1(0.5)}
+
+
+def q(name, dtype):
+    """A megtrace tensor holding golden stored integers as quantized `dtype`."""
+    return mge.tensor(GOLD[name].astype(np.dtype(dtype.str)).view(dtype))
+
+
+def raw(t):
+    arr = t.numpy()
+    assert D.is_quantize(arr.dtype), arr.dtype
+    return arr.view(np.dtype(arr.dtype.str))
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_typecvt_to_and_from_quantized_matches_megengine(name):
+    dt = DTYPES[name]
+    qt = mge.tensor(GOLD["cvt_x"]).astype(dt)
+    assert qt.dtype.metadata["mgb_dtype"]["name"] == dt.metadata["mgb_dtype"]["name"]
+    np.testing.assert_allclose(D.get_scale(qt.dtype), GOLD[f"cvt_{name}_meta"][0], rtol=1e-7)
+    np.testing.assert_array_equal(raw(qt), GOLD[f"cvt_{name}"])       # ties round away
+    back = qt.astype("float32")
+    assert back.dtype == np.float32 and not D.is_quantize(back.dtype)
+    np.testing.assert_array_equal(back.numpy(), GOLD[f"cvt_{name}_back"])
+
+
+def test_requantize_and_integer_casts_match_megengine():
+    q8 = mge.tensor(GOLD["cvt_x"]).astype(D.qint8(0.5))
+    np.testing.assert_array_equal(raw(q8.astype(D.qint8(0.3))), GOLD["cvt_q8_to_q8"])
+    np.testing.assert_array_equal(raw(q8.astype(D.quint8(0.1, 100))), GOLD["cvt_q8_to_quint8"])
+    np.testing.assert_array_equal(q8.astype("int32").numpy(), GOLD["cvt_q8_to_int32"])
+    q32 = mge.tensor(GOLD["cvt_x"]).astype(D.qint32(0.01))
+    np.testing.assert_array_equal(raw(q32.astype(D.qint8(0.07))), GOLD["cvt_q32_to_q8"])
+    # Tensor(data, dtype=q) stores data as it is (cast, not quantized), as MegEngine does
+    t = mge.tensor(np.array([1.7, -2.2, 3.9], np.float32), dtype=D.qint8(0.1))
+    np.testing.assert_array_equal(raw(t), GOLD["new_tensor"])
+
+
+def test_integer_ops_on_stored_values_match_megengine():
+    a, b = q("int_a", D.qint8(0.5)), q("int_b", D.qint8(0.5))
+    for name, got in (("add", a + b), ("sub", a - b), ("neg", -a), ("relu", F.relu(a)),
+                      ("max", F.maximum(a, b)), ("concat", F.concat([a, b], axis=1)),
+                      ("transpose", a.T), ("getitem", a[1:, ::2]),
+                      ("pad", F.nn.pad(a, ((1, 1), (2, 0)), mode="reflect"))):
+        assert D.get_scale(got.dtype) == 0.5, name
+        np.testing.assert_array_equal(raw(got), GOLD[f"int_{name}"], err_msg=name)
+
+
+def test_mixed_scales_and_missing_kernels_are_refused():
+    a = mge.tensor([1.0, 2.0]).astype(D.qint8(0.5))
+    with pytest.raises(ValueError, match="different scales"):
+        a + mge.tensor([1.0, 2.0]).astype(D.qint8(0.25))
+    with pytest.raises(NotImplementedError, match="exp on quantized dtype QuantizedS8"):
+        apply("exp", a)
+
+
+def test_quantized_matmul_gives_qint32_with_the_scale_product():
+    a, b = q("mm_a", D.qint8(0.01)), q("mm_b", D.qint8(0.02))
+    out = F.matmul(a, b, transpose_b=True)
+    assert out.dtype.metadata["mgb_dtype"]["name"] == "QuantizedS32"
+    np.testing.assert_allclose(D.get_scale(out.dtype), GOLD["mm_meta"][0], rtol=1e-7)
+    np.testing.assert_array_equal(raw(out), GOLD["mm"])
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_conv_bias_activation_matches_megengine(case):
+    _n, _ic, _oc, _h, _w, _k, s, p, d, g, mode = [
+        (2, 4, 6, 9, 8, 3, 1, 1, 1, 1, "identity"), (1, 6, 4, 10, 7, 3, 2, 0, 1, 2, "relu"),
+        (2, 3, 5, 8, 8, 2, 1, 2, 2, 1, "relu")][case]
+    x = q(f"conv{case}_x", D.qint8(0.05))
+    w = q(f"conv{case}_w", D.qint8(0.01))
+    b = q(f"conv{case}_b", D.qint32(0.05 * 0.01))
+    y = F.quantized.conv_bias_activation(x, w, b, D.qint8(0.03), stride=s, padding=p,
+                                         dilation=d, groups=g, nonlinear_mode=mode)
+    np.testing.assert_allclose(D.get_scale(y.dtype), GOLD[f"conv{case}_meta"][0], rtol=1e-7)
+    np.testing.assert_array_equal(raw(y), GOLD[f"conv{case}_y"])
+
+
+def test_batch_conv_bias_and_transposed_conv_match_megengine():
+    y = F.quantized.batch_conv_bias_activation(
+        q("bconv_x", D.qint8(0.04)), q("bconv_w", D.qint8(0.01)), q("bconv_b", D.qint32(0.0004)),
+        dtype=D.qint8(0.02))
+    np.testing.assert_array_equal(raw(y), GOLD["bconv_y"])
+    y = F.quantized.conv_transpose2d(q("tconv_x", D.qint8(0.05)), q("tconv_w", D.qint8(0.04)),
+                                     dtype=D.qint8(0.05), stride=(2, 1), padding=(1, 0))
+    np.testing.assert_array_equal(raw(y), GOLD["tconv_y"])
+
+
+@pytest.mark.parametrize("mode", ["qadd", "qsub", "qmul", "qfuse_add_relu", "qfuse_add_tanh",
+                                  "qabs", "qsin", "qcos", "qrelu"])
+def test_elemwise_multi_type_matches_megengine(mode):
+    a, b = q("emt_a", D.qint8(0.03)), q("emt_b", D.qint8(0.02))
+    args = (a, b) if mode in ("qadd", "qsub", "qmul", "qfuse_add_relu", "qfuse_add_tanh") else (a,)
+    got = raw(_elemwise_multi_type(*args, mode=mode, dtype=D.qint8(0.025)))
+    # float32 transcendental functions may differ in the last bit between libms
+    np.testing.assert_allclose(got, GOLD[f"emt_{mode}"], atol=1 if mode in
+                               ("qsin", "qcos", "qfuse_add_tanh") else 0)
+
+
+class Net(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = M.QuantStub()
+        self.conv = M.ConvBnRelu2d(3, 4, 3, padding=1)
+        self.conv2 = M.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")
+        self.linear = M.LinearRelu(4 * 6 * 6, 5)
+        self.cat = M.Concat()
+        self.add = M.Elemwise("add")
+        self.dequant = M.DequantStub()
+
+    def forward(self, x):
+        x = self.quant(x)
+        x = self.conv2(self.conv(x))
+        y = self.linear(F.flatten(x, 1))
+        y = self.cat([y, y], 1)
+        return self.dequant(self.add(y, y))
+
+
+def test_converted_network_runs_as_megengine_runs_it():
+    net = Net()
+    net.load_state_dict({k[len("net_init."):]: GOLD[k] for k in GOLD.files
+                         if k.startswith("net_init.")})
+    net.eval()
+    quantize_qat(net)
+    enable_observer(net)
+    for xb in GOLD["net_calib"]:
+        net(mge.tensor(xb))
+    disable_observer(net)
+    x = mge.tensor(GOLD["net_x"])
+    np.testing.assert_allclose(net(x).numpy(), GOLD["net_qat_y"], rtol=1e-5, atol=1e-5)
+    quantize(net)
+    net.eval()
+    y = net(x).numpy()
+    np.testing.assert_array_equal(y, GOLD["net_q_y"])
+
+
+def test_quantized_values_refuse_to_be_traced():
+    a = mge.tensor([1.0, 2.0]).astype(D.qint8(0.5))
+
+    @trace(symbolic=True)
+    def f(x):
+        return x.astype(D.qint8(0.5))
+
+    with pytest.raises(NotImplementedError, match="quantized"):
+        f(mge.tensor([1.0, 2.0]))
+
+    @trace(symbolic=False)
+    def g():
+        return F.relu(a)
+
+    with pytest.raises(NotImplementedError, match="quantized"):
+        g()
+
+
+class BmmNet(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = M.QuantStub()
+        self.bmm = M.BatchMatMulActivation(3, 8, 4, bias=True, nonlinear_mode="relu")
+        self.dequant = M.DequantStub()
+
+    def forward(self, x):
+        return self.dequant(self.bmm(self.quant(x)))
+
+
+def test_batch_matmul_activation_float_and_converted_match_megengine():
+    net = BmmNet()
+    net.load_state_dict({k[len("bmm_init."):]: GOLD[k] for k in GOLD.files
+                         if k.startswith("bmm_init.")})
+    x = mge.tensor(GOLD["bmm_x"])
+    np.testing.assert_allclose(net(x).numpy(), GOLD["bmm_float_y"], rtol=1e-5, atol=1e-6)
+    net.eval()
+    quantize_qat(net)
+    enable_observer(net)
+    net(x)
+    disable_observer(net)
+    quantize(net)
+    net.eval()
+    assert type(net.bmm).__module__.endswith("quantized.batch_matmul_activation")
+    np.testing.assert_array_equal(net(x).numpy(), GOLD["bmm_q_y"])
+
+
+def test_one_quantized_operand_converts_the_other_as_megengine_does():
+    q32 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint32(0.5))
+    q8 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint8(0.5))
+    f = mge.tensor(np.array([5.0, 1.25, -0.75], np.float32))
+    for name, got in (("q32_plus_f", q32 + f), ("f_plus_q32", f + q32),
+                      ("q32_plus_int", q32 + 1), ("q32_plus_float", q32 + 1.5),
+                      ("q8_plus_i32", q8 + mge.tensor(np.array([5, 1, -2], np.int32)))):
+        np.testing.assert_array_equal(raw(got), GOLD[f"mix_{name}"], err_msg=name)
