@@ -6,7 +6,9 @@ wait on memory (in a model run the pair took 2-3x its warm time). Here, per chan
 block and strip of R output rows, the 1x1 conv computes the R*s + 2 expanded rows the
 strip needs into a buffer that stays in cache (register tiles of `reg1` columns x 16
 channels, its epilogue applied on the way), and the depthwise conv reads them from
-there; the expanded tensor never exists. Neighbouring strips recompute their 2 halo
+there; the expanded tensor never exists. The 1x1 conv reads the input at clamped
+coordinates without guards (a guard per tap cost 2x on 14x14 layers) and the
+epilogue stage writes zeros where the depthwise conv's padding is. Neighbouring strips recompute their 2 halo
 rows (2 / (R*s) more 1x1 work). Measured alone with caches flushed between calls
 (1 thread, CPU time): 16->96 @112 stride 2 0.65 ms vs 1.21 ms for the two kernels,
 24->144 @56 0.54 vs 0.61 ms.
@@ -28,11 +30,11 @@ from .primfunc import parallel_if, scheduled_func, vectorize_inner
 ENV = "MEGTRACE_EXPAND_DEPTHWISE"      # 0/off: always two kernels
 REG1_CHOICES = (14, 16, 12, 13, 15, 11, 10, 9, 8)    # 1x1 register tile widths, preferred first
 STRIP_BYTES = 160 << 10                               # expanded rows per strip: L2-sized
-# Below this size the expanded tensor stays in cache between the two kernels, and the
-# separate kernels win (their 1x1 conv reads a padded copy; here every tap is guarded):
-# MobileNetV2 in a model run, 1 thread, CPU time: 112x112 stride 2 0.73 -> 0.46 ms,
-# 56x56 stride 1 0.45 -> 0.37 ms, stride 2 0.28 -> 0.29 ms, but 28x28 0.24 -> 0.44 ms
-# and 14x14 (64->384) 0.44 -> 0.87 ms.
+# Below this size the expanded tensor stays in cache between the two kernels and
+# fusing gains nothing: MobileNetV2 in a model run, 1 thread, CPU time, separate ->
+# fused: 112x112 stride 2 0.73 -> 0.42-0.46 ms, 56x56 stride 1 0.45 -> 0.34-0.36 ms,
+# stride 2 0.28 -> 0.29 ms; 28x28 0.24 -> 0.24 ms, 14x14 0.44 -> 0.45 ms, 7x7 (the
+# tile wastes 2 of 9 columns) 0.56 -> 0.70 ms.
 MIN_EXPANDED_BYTES = 1 << 20
 
 
@@ -80,7 +82,7 @@ def tiling(shape: PairShape) -> Tiling | None:
     whose expanded rows fit STRIP_BYTES; None when no width fits."""
     s, best = shape.stride, None
     for owp in range(shape.ow, shape.ow + 9):
-        for reg in (4, 2):
+        for reg in (4, 2, 7, 3):
             if owp % reg:
                 continue
             w2 = (owp - 1) * s + 3
@@ -141,9 +143,8 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
     def inside(y, z):
         return t.all(y >= 1, y <= h, z >= 1, z <= w)
 
-    def x_at(b, y, z):
-        return te.if_then_else(inside(y, z), x[b, ico, t.max(y - 1, 0), t.max(z - 1, 0), ici],
-                               zero)
+    def x_at(b, y, z):     # clamped, unguarded: `mid` zeroes the padding positions
+        return x[b, ico, t.min(t.max(y - 1, 0), h - 1), t.min(t.max(z - 1, 0), w - 1), ici]
     strips = (shape.n, eb, shape.oh // til.rows, r_rows, w2, BLOCK)
     raw = te.compute(strips, lambda b, k, yo, r, z, ki: te.sum(
         x_at(b, row(yo, r), z) * w1[k, ico, 0, 0, ici, ki], axis=[ico, ici]), name="raw")
