@@ -8,7 +8,10 @@
    time cancels out.
 2. per model: the default (replaying) __call__ against without_host on the SAME trace
    and compiled graph (the flag is flipped between calls), timed alternately so that
-   a shared machine's noise hits both; medians and the ratio.
+   a shared machine's noise hits both; medians and the ratio. The replaying call is
+   timed both ways megtrace/jit/overlap.py allows: the replay before the compiled run
+   (the default) and the compiled run on a worker beside the replay
+   (MEGTRACE_REPLAY_OVERLAP=1).
 Also prints the first call (trace + build) of each model, wall and CPU seconds (CPU
 time, all threads: on a shared machine the wall time is mostly waiting), and the load
 average around the run. Figures, not asserts.
@@ -29,7 +32,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
 
 import megtrace as mge  # noqa: E402
 import megtrace.functional as F  # noqa: E402
-from megtrace.jit import trace  # noqa: E402
+from megtrace.jit import overlap, trace  # noqa: E402
 
 
 def alternate(calls: dict, rounds: int) -> dict[str, float]:
@@ -53,16 +56,26 @@ def traced_pair(fn, x):
     tr(x)
     first = (time.perf_counter() - t0, time.process_time() - c0)
 
-    def default():
-        tr._without_host = False
+    def default():                # overlap.py as the environment decides
+        overlap.enabled, tr._without_host = None, False
+        return tr(x)
+
+    def overlapped():             # the compiled run on a worker beside the replay
+        overlap.enabled, tr._without_host = True, False
         return tr(x)
 
     def without_host():
         tr._without_host = True
         return tr(x)
-    a, b = default().numpy(), without_host().numpy()
+
+    def sequential():             # the replay, then the graph
+        overlap.enabled, tr._without_host = False, False
+        return tr(x)
+    a, b, c = default().numpy(), without_host().numpy(), sequential().numpy()
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    return tr, default, without_host, first, len(tr._last_entry.tape)
+    np.testing.assert_allclose(c, b, rtol=1e-5, atol=1e-6)
+    overlapped()
+    return tr, default, without_host, sequential, overlapped, first, len(tr._last_entry.tape)
 
 
 def per_op(ops: int, rounds: int) -> None:
@@ -77,8 +90,8 @@ def per_op(ops: int, rounds: int) -> None:
             x = F.relu(x)
         return x
     x = mge.tensor(np.ones((1,), np.float32))
-    tr, default, bare, first, n = traced_pair(chain, x)
-    t = alternate({"default": default, "without_host": bare}, rounds)
+    tr, default, bare, seq, _, first, n = traced_pair(chain, x)
+    t = alternate({"default": seq, "without_host": bare}, rounds)
     entry = tr._last_entry
     relu, (arg_name, arg) = get("relu"), entry.args[0]
 
@@ -102,14 +115,17 @@ def model(name: str, rounds: int) -> None:
         from nets import MODELS, build
         net, shape = build(name), MODELS[name].shape(1)
     x = mge.tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
-    _, default, bare, first, n = traced_pair(lambda x: net(x), x)
+    _, default, bare, seq, ovl, first, n = traced_pair(lambda x: net(x), x)
 
-    t = alternate({"default": default, "without_host": bare}, rounds)
-    d, w = t["default"], t["without_host"]
+    t = alternate({"without_host": bare, "sequential": seq, "overlapped": ovl}, rounds)
+    w, s, o = t["without_host"], t["sequential"], t["overlapped"]
+    overlap.enabled = None          # what a default call does here
     print(f"{name}: first call (trace+build) {first[0]:.2f} s wall, {first[1]:.2f} s CPU; "
-          f"{n} recorded ops; default "
-          f"{d * 1e3:.3f} ms, without_host {w * 1e3:.3f} ms, ratio {d / w:.3f} "
-          f"(replay {(d - w) / n * 1e6:.2f} us/op)")
+          f"{n} recorded ops; without_host {w * 1e3:.3f} ms; default call with the "
+          f"replay before the graph (MEGTRACE_REPLAY_OVERLAP=0) {s * 1e3:.3f} ms, ratio "
+          f"{s / w:.3f} ({(s - w) / n * 1e6:.2f} us/op); beside it (=1) {o * 1e3:.3f} ms, "
+          f"ratio {o / w:.3f}; this run's default: "
+          f"{'beside' if overlap.wanted() else 'before'}")
 
 
 def main(argv=None) -> int:

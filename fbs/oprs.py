@@ -57,7 +57,7 @@ KNOWN_V1 = frozenset({
     "Split", "GetVarShapeV1", "Subtensor", "IndexingMultiAxisVec", "IndexingOneHot",
     "Argmax", "Argmin", "TopK", "CumsumV1", "Linspace", "Padding", "ResizeV2",
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
-    "GroupLocal",
+    "GroupLocal", "RelayoutFormatV1",
     "RemapV1", "WarpAffineV2", "CvtColor", "ROIAlignV1", "ROIPooling", "NMSKeepMGB",
     "Images2Neibs", "SlidingWindowTranspose", "DeformablePSROIPoolingForward",
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",
@@ -65,6 +65,8 @@ KNOWN_V1 = frozenset({
 # sorting, linear algebra and indexing oprs of MegEngine's math/tensor functionals
 KNOWN_V1 |= {"SVD", "Argsort", "Dot", "MatrixInverse", "Diag", "IndexingSetMultiAxisVec", "CondTake",
              "Eye", "IndexingSetOneHot"}
+# region restricted convolution (MGB_SEREG_OPR: version 1, Convolution param only)
+KNOWN_V1 |= {"RegionRestrictedConvolution"}
 # random number oprs (megtrace.random)
 KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1", "GammaRNG", "PoissonRNG", "BetaRNG"}
 

@@ -5,6 +5,7 @@
 FBS_V2 models and `load_graph` runs them. TVM and flatbuffers load only when needed.
 """
 from . import autodiff, config, distributed, dtr, functional, hub, jit, module, optimizer, random
+from . import quantization  # after module: `import megtrace.module.qat` first must work too
 from .device import (coalesce_free_memory, get_allocated_memory, get_cuda_compute_capability,
                      get_cuda_device_property, get_cuda_driver_version, get_cuda_version,
                      get_cudnn_version, get_default_device, get_device_count,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import formats
 from .ops import OpDef, get, quantized_eager
+from .ops.registry import _REGISTRY as _ops_by_name
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -42,7 +43,7 @@ _active = _RecorderStack()
 tape_hook = None
 
 # megtrace.amp's input casts while dtype autocast is on (MegEngine's DTypePromote rules):
-# called as autocast(op, inputs) -> the inputs the op runs on
+# called as autocast(op, inputs, params) -> the inputs and params the op runs with
 autocast = None
 
 # megtrace.dtr's pool while eager DTR is enabled: runs eager ops itself
@@ -93,17 +94,22 @@ def note_undumpable(reason: str) -> None:
 
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
-    op = get(op) if isinstance(op, str) else op
+    if isinstance(op, str):
+        op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
     if autocast is not None:
-        inputs = autocast(op, inputs)
+        inputs, params = autocast(op, inputs, params)
     stack = _active.stack
     rec = stack[-1] if stack else None
-    if rec is not None and any(t._value is not None and t._value.dtype.metadata
-                               for t in inputs):
-        raise NotImplementedError(
-            f"{op.name}: quantized dtypes (qint8/quint8/qint32...) run eagerly only; "
-            "megtrace cannot trace them yet")
-    outs = rec.record(op, inputs, params) if rec is not None else run_eager(op, inputs, params)
+    if rec is not None:
+        for t in inputs:        # a plain loop: any() over a generator costs ~1 us an op
+            value = t._value
+            if value is not None and value.dtype.metadata:
+                raise NotImplementedError(
+                    f"{op.name}: quantized dtypes (qint8/quint8/qint32...) run eagerly "
+                    "only; megtrace cannot trace them yet")
+        outs = rec.record(op, inputs, params)
+    else:
+        outs = run_eager(op, inputs, params)
     if formats.in_use:
         formats.propagate(op.name, inputs, outs)
     if tape_hook is not None:

@@ -29,6 +29,8 @@ _TABLE = [
     DTypeInfo("float16", "f16", 9),
     DTypeInfo("bool", "bool", 18),
     DTypeInfo("uint16", "u16", 19),
+    # eager only: F.polar / F.complex; traces refuse it (TVM has no complex dtype)
+    DTypeInfo("complex64", "c64", 21),
 ]
 BY_NAME = {d.name: d for d in _TABLE}
 BY_MGE_ENUM = {d.mge_enum: d for d in _TABLE}
@@ -44,7 +46,8 @@ def from_mge_enum(value: int | str) -> DTypeInfo:
 float32, int32, uint8, int8, int16, float16, bool_ = (
     "float32", "int32", "uint8", "int8", "int16", "float16", "bool")
 
-_NARROW = {"float64": "float32", "int64": "int32", "uint64": "int32", "uint32": "int32"}
+_NARROW = {"float64": "float32", "int64": "int32", "uint64": "int32", "uint32": "int32",
+           "complex128": "complex64"}
 
 
 _CANONICAL: dict = {}     # memo: eager mode asks for every array of every op

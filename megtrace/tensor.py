@@ -83,6 +83,8 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, value: np.ndarray | None, var=None, owner=None, device=None) -> "Tensor":
+        # jit/replay.py's Replayer.record sets these same fields inline (a new field
+        # goes there too; tests/test_trace_replay_fast.py compares the two)
         t = object.__new__(Tensor)
         if value is not None and type(value) is not np.ndarray:   # NumPy scalars from 0-d results
             value = np.asarray(value)

@@ -43,7 +43,8 @@ def lite():
 
 
 def rel_err(got, want) -> float:
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    dtype = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    got, want = np.asarray(got, dtype), np.asarray(want, dtype)
     assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 

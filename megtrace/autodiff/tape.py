@@ -39,6 +39,12 @@ def is_differentiable_dtype(dtype) -> bool:
     return getattr(dtype, "kind", None) == "f"
 
 
+def _carries_gradient(dtype) -> bool:
+    """Op results the tape follows: floating point, and complex64 between a float input
+    and a float result (F.polar then F.real); only floats can be attached."""
+    return getattr(dtype, "kind", None) in ("f", "c")
+
+
 class Tape:
     """One recording of operations for reverse-mode differentiation."""
 
@@ -97,7 +103,7 @@ class Tape:
         in_vars = [self.var_of(t) for t in inputs]
         if not any(v is not None for v in in_vars):
             return
-        out_vars = [self._track(t) if is_differentiable_dtype(t.dtype) else _Var()
+        out_vars = [self._track(t) if _carries_gradient(t.dtype) else _Var()
                     for t in outputs]
         self.nodes.append(_Node(name, backward, in_vars, [_shape(t) for t in inputs],
                                 out_vars))

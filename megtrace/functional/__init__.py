@@ -1,5 +1,7 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
 from . import loss, nn, vision
+from .complex import *  # noqa: F401,F403
+from .complex import __all__ as _complex_all
 from .conv import *  # noqa: F401,F403
 from .conv import __all__ as _conv_all
 from .elemwise import *  # noqa: F401,F403
@@ -20,7 +22,7 @@ from .tensor_ops import __all__ as _tensor_all
 
 __all__ = ["loss", "nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwise_all, *_math_all,
            *_nn_all, *_tensor_all]
-__all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all + _conv_all
+__all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all + _conv_all + _complex_all
 
 for _name in _conv_all:        # MegEngine has them under F.nn too
     setattr(nn, _name, globals()[_name])

@@ -42,7 +42,7 @@ def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
     if t is None:
         return Tensor(np.full((1, c, 1, 1), fill, dtype))
     t = require_tensor("batch_norm", t)
-    if t.dtype != np.dtype(dtype):
+    if _dt.name_of(t.dtype) != dtype:
         t = t.astype(dtype)
     return t if t.ndim == 4 else reshape(t, (1, c, 1, 1))
 
@@ -50,12 +50,40 @@ def _stat_4d(t: Optional[Tensor], c: int, fill: float, dtype) -> Tensor:
 def _work_dtype(inp: Tensor, *stats: Optional[Tensor]) -> str:
     """float16 (or other sub-float32) data with float32 statistics computes in float32;
     otherwise the input's dtype."""
-    name = _dt.name_of(inp.dtype)
+    same = inp.dtype
+    name = _dt.name_of(same)
     for t in stats:
-        if t is not None and np.dtype(getattr(t, "dtype", np.float32)).itemsize > \
-                np.dtype(name).itemsize and np.dtype(t.dtype).kind == "f":
-            name = _dt.name_of(np.dtype(t.dtype))
+        if t is None:
+            continue
+        dtype = getattr(t, "dtype", _F32)
+        if dtype is same:       # the common case (never wider than `name`): no np.dtype()
+            continue
+        dtype = np.dtype(dtype)
+        if dtype.itemsize > np.dtype(name).itemsize and dtype.kind == "f":
+            name = _dt.name_of(dtype)
     return name
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _inference_4d(inp, mean, var, weight, bias, eps) -> Optional[Tensor]:
+    """The common inference case, what the general path below computes, without its
+    per-statistic conversions (a replayed trace runs this per BatchNorm, issue 11): a
+    4-d input and four (1, C, 1, 1) statistics of its dtype. None for anything else."""
+    if not isinstance(inp, Tensor) or inp.ndim != 4:
+        return None
+    dtype = inp.dtype
+    for t in (weight, bias, mean, var):
+        if not isinstance(t, Tensor):
+            return None
+        value = t._value            # a module's statistics: read the array directly
+        if value is not None:
+            if value.dtype is not dtype or value.ndim != 4:
+                return None
+        elif t.dtype is not dtype or t.ndim != 4:
+            return None
+    return apply("batch_norm", inp, weight, bias, mean, var, eps=float(eps))
 
 
 def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
@@ -66,6 +94,10 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     """Batch normalization over axis 1 of a 2-d, 3-d or 4-d input; statistics are
     (1, C, 1, 1) (or (C,)). Returns the output, or (output, new_mean, new_var) when
     training with running statistics and `inplace=False`."""
+    if not training and param_dim is _DIM_1C11 and not _amp._enabled:
+        y = _inference_4d(inp, running_mean, running_var, weight, bias, eps)
+        if y is not None:
+            return y
     if param_dim is not _DIM_1C11 and str(param_dim).lower() != "dim_1c11":
         raise ValueError(f"batch_norm: param_dim must be 'dim_1c11'; got {param_dim!r}")
     inp = require_tensor("batch_norm", inp)

@@ -20,7 +20,7 @@ from ._convert import cast, require_tensor
 from .elemwise import add
 
 __all__ = ["conv1d", "conv3d", "conv_transpose2d", "conv_transpose3d", "local_conv2d",
-           "deformable_conv2d"]
+           "deformable_conv2d", "region_restricted_conv"]
 
 IntOrTuple = Union[int, Tuple[int, ...]]
 
@@ -177,3 +177,26 @@ def deformable_conv2d(inp: Tensor, weight: Tensor, offset: Tensor, mask: Tensor,
                 stride=ntuple("stride", stride, 2), padding=ntuple("padding", padding, 2),
                 dilation=ntuple("dilation", dilation, 2))
     return _with_bias(out, bias)
+
+
+def region_restricted_conv(inp: Tensor, weight: Tensor, rin: Tensor, rout: Tensor,
+                           bias: Optional[Tensor] = None, stride: IntOrTuple = 1,
+                           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1,
+                           conv_mode: str = "cross_correlation",
+                           compute_mode: str = "default") -> Tensor:
+    """Grouped 2D convolution in which an input pixel reaches an output pixel only when
+    their region ids agree (`rin` (N, IH, IW), `rout` (N, OH, OW), both int32 or both
+    uint8); weight (groups, OC/groups, IC/groups, KH, KW); stride 1 only, as in
+    MegEngine. See megtrace/ops/region_conv.py."""
+    assert str(conv_mode).lower() == "cross_correlation"
+    check_modes("region_restricted_conv", conv_mode, compute_mode)
+    assert groups > 0, ("RegionRestrictedConv expected grouped conv mode, which requires "
+                        "groups > 0, but got groups=%d" % groups)
+    inp, weight = promote_pair("region_restricted_conv", inp, weight)
+    _check_groups("region_restricted_conv", weight, groups, 4)
+    out = apply("region_restricted_conv", inp, weight,
+                require_tensor("region_restricted_conv", rin),
+                require_tensor("region_restricted_conv", rout),
+                stride=ntuple("stride", stride, 2), padding=ntuple("padding", padding, 2),
+                dilation=ntuple("dilation", dilation, 2))
+    return out if bias is None else add(out, bias)

@@ -5,13 +5,14 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 
+from .. import config as _config
 from ..core.tensor import amp as _amp
 from ..dispatch import apply
 from ..ops._rules import pair
 from ..random.rng import uniform
 from ..tensor import Tensor
 from ._convert import require_tensor
-from .conv import check_modes, promote_pair
+from .conv import _CROSS, _DEFAULT, check_modes, promote_pair
 from .batchnorm import batch_norm, sync_batch_norm  # noqa: F401  (F.nn.batch_norm)
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
 from .tensor_ops import expand_dims, reshape, squeeze
@@ -22,6 +23,7 @@ __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "sync_batch_norm"
            "warp_affine", "warp_perspective", "deformable_psroi_pooling"]
 
 IntPair = Union[int, Tuple[int, int]]
+_F32 = np.dtype(np.float32)
 
 
 def _check_mode(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -36,8 +38,12 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
            conv_mode: str = "cross_correlation", compute_mode: str = "default") -> Tensor:
     """2D convolution (NCHW). With `groups > 1` the weight is 5-d
     `(groups, out_channels // groups, in_channels // groups, kh, kw)`, as in MegEngine."""
-    check_modes("conv2d", conv_mode, compute_mode)
-    inp, weight = promote_pair("conv2d", inp, weight)
+    if conv_mode is not _CROSS or compute_mode is not _DEFAULT or \
+            _config._compute_mode != "default":
+        check_modes("conv2d", conv_mode, compute_mode)
+    if not (isinstance(inp, Tensor) and isinstance(weight, Tensor)
+            and inp.dtype is weight.dtype is _F32):     # float32 pairs need no promotion
+        inp, weight = promote_pair("conv2d", inp, weight)
     if groups != 1 and weight.ndim != 5:
         raise ValueError(f"conv2d: with groups={groups} the weight must be 5-d (groups, "
                          f"oc/groups, ic/groups, kh, kw); got shape {weight.shape}")

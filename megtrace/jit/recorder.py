@@ -159,7 +159,9 @@ class TraceRecorder:
             values = op.run_eager([self._value_of(v) for v in node_inputs],
                                   dict(op.bind(params)))
             out_types = [TensorType.of(np.asarray(v)) for v in values]
+        _refuse_complex(op, in_vars)
         outs = self.graph.add_node(op, node_inputs, params, hint, out_types=out_types)
+        _refuse_complex(op, outs)
         consts = self.graph.consts
         if any(v in self._shape_derived for v in in_vars) and \
                 all(v in self._shape_derived or v in consts for v in in_vars):
@@ -285,6 +287,17 @@ class TraceRecorder:
             yield
         finally:
             self._scopes.pop()
+
+
+def _refuse_complex(op: OpDef, vars_) -> None:
+    """complex64 exists in eager mode only: TVM has no complex dtype and MegEngine's
+    graph files hold no complex oprs."""
+    if any(v.type.dtype == "complex64" for v in vars_):
+        raise TraceError.with_detail(
+            "complex tensors cannot be traced",
+            f"{op.name} takes or gives a complex64 value; TVM has no complex dtype and a "
+            "dumped MegEngine graph cannot hold one. Compute complex values outside the "
+            "traced function (or inside megtrace.jit.exclude_from_trace)")
 
 
 def _whole_vector(shape) -> Var | None:

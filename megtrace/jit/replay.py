@@ -11,6 +11,7 @@ replayed it, are the error's detail.
 from __future__ import annotations
 
 import weakref
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -43,6 +44,8 @@ class Replayer:
         self._created: set[int] = set()
         self._keep: list[Tensor] = []
         self._results: dict[Var, np.ndarray] | None = None
+        # the compiled run already started with `args` (overlap.py), when it could be
+        self.pending: Future | None = None
         # Weak references to the traced tensors handed out (a plain list: a WeakSet's
         # add costs more than the rest of a replayed op); exclude_from_trace reads them.
         self._live: list[weakref.ref] = []
@@ -131,8 +134,11 @@ class Replayer:
                     break
                 else:
                     self.pc = index + 1
-                    if len(outs) == 1:
-                        t = _wrap(None, outs[0], self, self._device)
+                    if len(outs) == 1:      # Tensor._wrap's fields, set here: no call
+                        t = _new(Tensor)
+                        t._value, t._var, t._owner, t._version = None, outs[0], self, 0
+                        t._name, t._qparams, t._format, t._ad = "", None, "default", None
+                        t._device = self._device
                         self._live.append(_ref(t))
                         return (t,)
                     return tuple(self._traced(v) for v in outs)
@@ -232,6 +238,9 @@ class Replayer:
         is known (a read ahead of an exclude_from_trace region whose results the graph
         consumes later) the value comes from the NumPy interpreter on its dependencies."""
         if self._results is None:
+            if self.pending is not None:
+                self._results = self.pending.result()
+                return self._results[var]
             feeds = self._feeds()
             if any(v is None for v in feeds.values()):
                 known = {v: a for v, a in feeds.items() if a is not None}
@@ -261,6 +270,8 @@ class Replayer:
             raise TraceError.because(
                 "mismature end", f"{len(self.entry.tape) - self.pc} traced ops were not run, "
                 f"the first is {rest.describe(self.pc)}")
+        if self._results is None and self.pending is not None:
+            self._results = self.pending.result()   # its errors too, even if nothing is read
         if self._results is None:
             missing = [v.name_hint for v, a in self._feeds().items() if a is None]
             if missing:
@@ -284,6 +295,7 @@ class Replayer:
 
 
 _wrap = Tensor._wrap
+_new = object.__new__
 _ref = weakref.ref
 
 

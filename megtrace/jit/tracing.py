@@ -13,12 +13,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..autodiff.tape import recording_tapes
 from ..device import get_default_device, target_for
 from ..dispatch import recording
 from ..dtype import name_of
 from ..errors import TraceError
 from ..ir import Graph, Var
 from ..tensor import Tensor
+from . import overlap
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
 from .entry import TraceEntry, materialize
@@ -26,6 +28,7 @@ from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
 from .replay import Replayer
 from .sublinear import checkpoint_graph, plan_for_dtr
+from .tape_node import TapeNodeCall
 
 
 
@@ -99,12 +102,31 @@ class trace:
         self._checked = False
         self._entries: dict[Any, TraceEntry] = {}
         self._last_entry: TraceEntry | None = None
+        self._tape_node: TapeNodeCall | None = None
         # Recording and building happen once per input signature even when several
         # threads call at once; replays and compiled runs then proceed in parallel.
         self._build_lock = threading.RLock()
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if not kwargs and recording_tapes():
+            # inside `with gm:`: one tape node, its backward a second trace (tape_node.py)
+            if self._tape_node is None:
+                self._tape_node = TapeNodeCall(self.__wrapped__, self._plain_call,
+                                               self._backward_trace,
+                                               getattr(self, "__name__", "trace"))
+            return self._tape_node(*args)
+        return self._plain_call(*args, **kwargs)
+
+    def _backward_trace(self, fn: Callable) -> "trace":
+        """A trace of `fn` (a vector-Jacobian product of this function) built like this
+        one; tensors it reads from outside are fed on every call."""
+        return trace(fn, symbolic=self._symbolic, opt_level=self._opt_level,
+                     graph_opt_config=self._graph_opt_config,
+                     symbolic_shape=self._symbolic_shape, target=self._target,
+                     tuning_dir=self._tuning_dir)
+
+    def _plain_call(self, *args, **kwargs):
         bindings = self._tensor_args(args, kwargs)
         entry = self._lookup(bindings)
         if entry is None:
@@ -251,6 +273,9 @@ class trace:
                 if entry.refresh_outputs():
                     entry.compiled = None       # build again, keeping those values too
         rep = Replayer(entry, self._run_entry, feeds)
+        if not entry.externals and entry.compiled is not None and overlap.wanted():
+            # every graph input is known now: run the graph while Python replays
+            rep.pending = overlap.start(self._run_entry, entry, feeds)
         given = dict(bindings)
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]

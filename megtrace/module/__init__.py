@@ -2,9 +2,11 @@
 from . import init
 from .activation import (GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, Dropout, Embedding,
                          Identity, LeakyReLU, PReLU, Sigmoid, SiLU, Softmax)
+from .batch_matmul_activation import BatchMatMulActivation
 from .batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from .conv import (Conv1d, Conv2d, Conv3d, ConvRelu2d, ConvTranspose2d, ConvTranspose3d,
-                   ConvTransposeRelu2d, DeformableConv2d, LocalConv2d)
+                   ConvTransposeRelu2d, DeformableConv2d, LocalConv2d,
+                   RegionRestrictedConv)
 from .concat import Concat
 from .conv_bn import (ConvBn2d, ConvBnRelu2d, ConvTransposeBn2d, ConvTransposeBnRelu2d,
                       LinearBn1d, LinearBnRelu1d)
@@ -16,10 +18,11 @@ from .quant_dequant import DequantStub, QuantStub
 from .multiheadattn import MultiHeadAttention
 from .rnn import LSTM, RNN, LSTMCell, RNNCell
 
-__all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchNorm1d",
+__all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchMatMulActivation",
+           "BatchNorm1d",
            "BatchNorm2d", "Concat", "Conv1d", "Conv2d", "Conv3d", "ConvBn2d", "ConvBnRelu2d",
            "ConvRelu2d", "ConvTranspose2d", "ConvTranspose3d", "ConvTransposeBn2d",
-           "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d",
+           "ConvTransposeBnRelu2d", "ConvTransposeRelu2d", "DeformableConv2d", "RegionRestrictedConv",
            "DequantStub", "Dropout", "Elemwise", "Embedding", "GELU", "GroupNorm",
            "Identity", "InstanceNorm", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU",
            "Linear", "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d",

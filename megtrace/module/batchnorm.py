@@ -96,8 +96,8 @@ class SyncBatchNorm(_BatchNorm):
         self.group = WORLD if group is None else group
 
     def _check_input_ndim(self, inp) -> None:
-        if len(inp.shape) not in (2, 3, 4):
-            raise ValueError(f"expected 2D, 3D or 4D input (got {len(inp.shape)}D input)")
+        if inp.ndim not in (2, 3, 4):
+            raise ValueError(f"expected 2D, 3D or 4D input (got {inp.ndim}D input)")
 
     def forward(self, inp):
         self._check_input_ndim(inp)
@@ -117,13 +117,13 @@ class BatchNorm1d(_BatchNorm):
     """Over (N, C) or (N, C, L) inputs."""
 
     def _check_input_ndim(self, inp) -> None:
-        if len(inp.shape) not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {len(inp.shape)}D input)")
+        if inp.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {inp.ndim}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
     """Over (N, C, H, W) inputs."""
 
     def _check_input_ndim(self, inp) -> None:
-        if len(inp.shape) != 4:
-            raise ValueError(f"expected 4D input (got {len(inp.shape)}D input)")
+        if inp.ndim != 4:
+            raise ValueError(f"expected 4D input (got {inp.ndim}D input)")

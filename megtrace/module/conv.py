@@ -330,3 +330,42 @@ class DeformableConv2d(_ConvNd):
 
     def forward(self, inp, offset, mask):
         return self.calc_conv(inp, self.weight, offset, mask, self.bias)
+
+
+class RegionRestrictedConv(_ConvNd):
+    """Region restricted 2D convolution (`F.region_restricted_conv`): always grouped,
+    weight (G, OC/G, IC/G, KH, KW), bias (1, OC, 1, 1); `forward(inp, rin, rout)`."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple,
+                 groups: int = 1, bias: bool = True, stride: IntOrTuple = 1,
+                 padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                 conv_mode: str = "cross_correlation", compute_mode: str = "default",
+                 padding_mode: str = "zeros", **kwargs):
+        _check_padding_mode(padding_mode)
+        self.conv_mode, self.compute_mode, self.padding_mode = conv_mode, compute_mode, \
+            padding_mode
+        super().__init__(in_channels, out_channels, _nonzero("kernel_size", kernel_size, 2),
+                         _nonzero("stride", stride, 2), ntuple("padding", padding, 2), 0,
+                         _nonzero("dilation", dilation, 2), groups, bias, **kwargs)
+
+    def _get_fanin(self) -> int:
+        kh, kw = self.kernel_size
+        return kh * kw * self.in_channels
+
+    def _infer_weight_shape(self):
+        g = self.groups
+        return (g, self.out_channels // g, self.in_channels // g) + tuple(self.kernel_size)
+
+    def _infer_bias_shape(self):
+        return (1, self.out_channels, 1, 1)
+
+    def get_pad_width(self):
+        return ((0, 0), (0, 0), (self.padding[0],) * 2, (self.padding[1],) * 2)
+
+    def calc_conv(self, inp, weight, rin, rout, bias):
+        return F.region_restricted_conv(inp, weight, rin, rout, bias, self.stride,
+                                        self.padding, self.dilation, self.groups,
+                                        self.conv_mode, self.compute_mode)
+
+    def forward(self, inp, rin, rout):
+        return self.calc_conv(inp, self.weight, rin, rout, self.bias)

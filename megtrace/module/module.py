@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
-from ..dispatch import active_recorder
+from ..dispatch import _active
 from ..tensor import Parameter, Tensor
 from .hooks import HookHandler
 
@@ -108,7 +108,8 @@ class Module(metaclass=ABCMeta):
                 modified = hook(self, inputs)
                 if modified is not None:
                     inputs = modified if isinstance(modified, tuple) else (modified,)
-        rec = active_recorder()
+        stack = _active.stack               # active_recorder(), inlined: every layer asks
+        rec = stack[-1] if stack else None
         if rec is None or not rec.names_values:
             outputs = self.forward(*inputs, **kwargs)
         else:

@@ -9,8 +9,11 @@ from . import dynamic_shape  # noqa: F401  (value-dependent shapes: cond_take)
 from . import conv  # noqa: F401  (convolution family: module)
 from . import ranges  # noqa: F401  (linspace of a traced length)
 from . import nchwxx  # noqa: F401  (NCHW88/NCHW44 layouts: optimize_for_inference)
+from . import nhwcd4  # noqa: F401  (NHWCD4 image layout: optimize_for_inference)
 from . import indexing_incr  # noqa: F401  (gradient of gathers)
 from . import quant  # noqa: F401  (fake quantization: quantization)
+from . import region_conv  # noqa: F401  (F.nn.region_restricted_conv)
+from . import complex  # noqa: F401  (complex64: F.polar, eager only)
 from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
                        register)
 

@@ -2,7 +2,7 @@
 quantization-aware training, and the float -> QAT -> quantized conversions.
 
 QAT runs eagerly and traced (fake quantization is float math); converted (quantized)
-modules cannot run yet, as megtrace's tensors have no quantized dtypes."""
+modules run eagerly on quantized dtypes (megtrace/ops/quantized_eager.py)."""
 from .fake_quant import LSQ, TQT, FakeQuantize
 from .observer import (ExponentialMovingAverageObserver, HistogramObserver, MinMaxObserver,
                        Observer, PassiveObserver, SyncExponentialMovingAverageObserver,

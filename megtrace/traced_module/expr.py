@@ -17,6 +17,16 @@ class Expr:
     """One operation: reads `inputs` (nodes), makes `outputs` (nodes). Non-node arguments
     are `const_val` ((position, value) pairs); `arg_def` rebuilds (args, kwargs)."""
 
+    _next_id = 0     # MegEngine's id counter; graphs number new exprs from their _total_ids
+
+    @classmethod
+    def _get_next_id(cls) -> int:
+        return cls._next_id
+
+    @classmethod
+    def _set_next_id(cls, value: int) -> None:
+        cls._next_id = int(value)
+
     def __init__(self):
         self._id = -1
         self.inputs: list[Node] = []
@@ -108,6 +118,15 @@ class Expr:
     def return_val(self):
         return self.out_def.unflatten(self.outputs) if self.out_def else self.outputs
 
+    @return_val.setter
+    def return_val(self, value) -> None:
+        """Make the nodes in `value` (possibly nested) this expr's results (MegEngine's
+        way to build an expr by hand, e.g. in a serialization loader)."""
+        outputs, self.out_def = tree_flatten(value, is_leaf=lambda x: isinstance(x, Node))
+        self.outputs = list(outputs)
+        for node in self.outputs:
+            node.expr = self
+
     @property
     def top_graph(self):
         """The graph this expr belongs to."""
@@ -169,8 +188,14 @@ class Input(Expr):
 class Constant(Expr):
     """A Tensor or Module that is no attribute of the traced module: kept by value."""
 
-    def __init__(self, value, node: Node, name: str = ""):
+    def __init__(self, value, node: Any = None, name: str = "", qualname: str = ""):
         super().__init__()
+        if not isinstance(node, Node):      # MegEngine's Constant(value, name, qualname)
+            name = node or name or ""
+            node = TensorNode(self, name, qualname) if isinstance(value, Tensor) else \
+                ModuleNode(self, name, qualname, module_type=type(value))
+            if isinstance(value, Tensor):
+                node.shape, node.dtype = tuple(value.shape), value.dtype
         self.value = value
         self.name = name
         node.expr = self
@@ -228,11 +253,20 @@ def _format_call(expr: Expr, args: Iterable, kwargs: dict) -> str:
 
 
 class CallMethod(Expr):
-    """`obj.method(...)`: a module's __call__ (inputs[0] a ModuleNode) or a Tensor method."""
+    """`obj.method(...)`: a module's __call__ (inputs[0] a ModuleNode) or a Tensor method.
+    `CallMethod(node, method)` (MegEngine's form) calls `method` on `node`; set the
+    arguments with `set_args_kwargs` and the results with `return_val`."""
 
-    def __init__(self, method: str = "__call__"):
+    def __init__(self, node: Any = "__call__", method: str = "__call__"):
         super().__init__()
+        if isinstance(node, str):           # CallMethod(method): filled by the tracer
+            self.method = node
+            return
+        if not isinstance(node, Node):
+            raise AssertionError(f"CallMethod: expects a TensorNode or ModuleNode; got {node!r}")
         self.method = method
+        self.add_input(node)
+        self.arg_def = tree_flatten(((node,), {}), is_leaf=lambda x: isinstance(x, Node))[1]
 
     @property
     def graph(self):

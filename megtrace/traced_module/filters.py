@@ -66,8 +66,12 @@ class NodeFilter(BaseFilter):
             return self
         pattern = re.compile("^" + ".*".join(re.escape(p) for p in name.split("*")) + "$",
                              re.IGNORECASE if ignorecase else 0)
+        def full_name(n) -> str:     # MegEngine's: "<graph name>_<node name>"
+            graph = n.top_graph
+            return f"{graph._name}_{n._name}" if graph is not None else ""
         return self._derive(lambda n: bool(pattern.match(n.name or "")) or
-                            bool(pattern.match(n.qualname or "")))
+                            bool(pattern.match(n.qualname or "")) or
+                            bool(pattern.match(full_name(n))))
 
 
 __all__: Iterable[str] = ["BaseFilter", "ExprFilter", "NodeFilter"]

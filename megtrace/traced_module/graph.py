@@ -12,6 +12,7 @@ from .expr import (Apply, CallMethod, Expr, GetAttr, Input, is_call_function, is
                    is_call_tensor_method)
 from .filters import ExprFilter, NodeFilter
 from .node import Node, TensorNode
+from .pytree import LeafDef, is_leaf, tree_flatten
 from . import surgery
 
 
@@ -117,6 +118,21 @@ class InternalGraph:
     @property
     def name(self) -> str:
         return self._name
+
+    @name.setter
+    def name(self, new_name: str) -> None:
+        """Rename the graph (node names match as "<graph name>_<node name>"); in a called
+        graph the name must be free in the caller's namespace."""
+        owner = self._inputs[0].owner if self._inputs else None
+        parent = self.top_graph
+        if parent is None and owner is not None and not getattr(owner, "_is_top", True):
+            raise AssertionError("The parent graph cannot be None.")
+        if parent is not None:
+            if parent._namespace.used_names.get(new_name) is not None:
+                raise AssertionError(f"The name({new_name}) is already in use. Please try "
+                                     "a different one again.")
+            new_name = parent._namespace.create_unique_name(new_name, self)
+        self._name = new_name
 
     @property
     def qualname(self) -> str:
@@ -228,7 +244,6 @@ class InternalGraph:
 
     def reset_outputs(self, outputs) -> None:
         """Make `outputs` (nodes, possibly nested) the graph's results."""
-        from .pytree import tree_flatten
         leaves, out_def = tree_flatten(outputs, is_leaf=lambda x: isinstance(x, Node))
         self._outputs = list(leaves)
         owner = self._inputs[0].owner if self._inputs else None
@@ -238,9 +253,33 @@ class InternalGraph:
                 if graph is self:
                     outdefs[key] = out_def
 
+    def add_input_node(self, shape: Sequence[int], dtype: str = "float32",
+                       name: str = "args") -> TensorNode:
+        """A new input of the top graph, after the positional arguments (its name made
+        unique); calls then pass one more tensor."""
+        owner = self._inputs[0].owner if self._inputs else None
+        if owner is None or not getattr(owner, "_is_top", False):
+            raise AssertionError("add_input_node only supports top graph")
+        key = next(k for k, g in owner.argdef_graph_map.items() if g is self)
+        name = self._namespace.create_unique_name(name)
+        node = Input(TensorNode, name, f"{self._qualname}.[{name}]").outputs[0]
+        node.shape, node.dtype = tuple(shape), dtype
+        self._own(node.expr)
+        self._namespace.used_names[name] = node
+        nodes = iter(self._inputs)
+        leaves = [next(nodes) if getattr(d, "kind", "const") != "const" else d.const_val
+                  for d in _leaf_defs(key)]
+        args, kwargs = key.unflatten(leaves)
+        new_leaves, new_key = tree_flatten(
+            ((*args, node), kwargs), is_leaf=lambda x: isinstance(x, Node) or is_leaf(x))
+        self._inputs[:] = [x for x in new_leaves if isinstance(x, Node)]
+        graphs, outdefs = owner.argdef_graph_map, owner.argdef_outdef_map
+        graphs[new_key] = graphs._items.pop(key)
+        outdefs[new_key] = outdefs._items.pop(key)
+        return node
+
     def add_output_node(self, node: TensorNode) -> None:
         """Return `node` too (the result becomes a tuple)."""
-        from .pytree import tree_flatten
         owner = self._inputs[0].owner if self._inputs else None
         self._outputs.append(node)
         if owner is not None:
@@ -296,6 +335,46 @@ class InternalGraph:
             expr._id = i
         for i, node in enumerate(self._iter_nodes(True)):
             node._id = i
+        self._ids_floor = (0, 0)      # renumbered: the next ids follow the last ones
+
+    def _ids_valid(self) -> bool:
+        """Every expr and node (recursively) has an id, and no two share one."""
+        for items in (list(self._iter_exprs(True)), list(self._iter_nodes(True))):
+            ids = [x._id for x in items]
+            if min(ids, default=0) < 0 or len(set(ids)) != len(ids):
+                return False
+        return True
+
+    @property
+    def _total_ids(self) -> tuple[int, int]:
+        """(next node id, next expr id) of this graph and the graphs it calls: ids are
+        unique in a top-level TracedModule and new exprs take the next ones."""
+        floor = getattr(self, "_ids_floor", (0, 0))
+        node_ids = [n._id for n in self._iter_nodes(True)]
+        expr_ids = [e._id for e in self._iter_exprs(True)]
+        return (max([floor[0] - 1, *node_ids]) + 1, max([floor[1] - 1, *expr_ids]) + 1)
+
+    @_total_ids.setter
+    def _total_ids(self, value) -> None:
+        self._ids_floor = (int(value[0]), int(value[1]))
+
+    def _outermost(self) -> "InternalGraph":
+        graph = self
+        while graph.top_graph is not None and graph.top_graph is not graph:
+            graph = graph.top_graph
+        return graph
+
+    def _number_new(self, exprs) -> None:
+        """Give inserted exprs and their outputs the next free ids of the top graph."""
+        top = self._outermost()
+        next_node, next_expr = top._total_ids
+        for expr in exprs:
+            if expr._id < 0:
+                expr._id, next_expr = next_expr, next_expr + 1
+            for node in expr.outputs:
+                if node._id < 0:
+                    node._id, next_node = next_node, next_node + 1
+        top._total_ids = (next_node, next_expr)
 
     # -- running ------------------------------------------------------------------------
     def interpret(self, *inputs) -> list:
@@ -347,3 +426,10 @@ class InternalGraph:
         finally:
             Node._format_spec = saved
 
+
+
+def _leaf_defs(treedef):
+    """The LeafDefs of `treedef`, in flattening order."""
+    if isinstance(treedef, LeafDef):
+        return [treedef]
+    return [leaf for ch in treedef.children_defs for leaf in _leaf_defs(ch)]

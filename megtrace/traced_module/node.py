@@ -10,6 +10,16 @@ class Node:
 
     _format_spec = ""
 
+    _next_id = 0     # MegEngine's id counter; graphs number new nodes from their _total_ids
+
+    @classmethod
+    def _get_next_id(cls) -> int:
+        return cls._next_id
+
+    @classmethod
+    def _set_next_id(cls, value: int) -> None:
+        cls._next_id = int(value)
+
     def __init__(self, expr, name: str = "", qualname: str = ""):
         self.expr = expr
         self.users: list = []

@@ -64,6 +64,8 @@ class Patcher:
         self._set_attr(Module, "__call__", self._module_call_wrapper(Module.__call__))
         self._set_attr(Module, "__getattribute__", self._module_getattribute())
         self._set_attr(Tensor, "shape", self._shape_property(Tensor.shape))
+        self._set_attr(Tensor, "name", self._name_property(Tensor.name))
+        self._set_attr(Tensor, "__new__", self._tensor_new_wrapper(Tensor.__new__))
         return self
 
     def __exit__(self, *exc):
@@ -149,6 +151,30 @@ class Patcher:
 
         return property(shape, doc=original.__doc__)
 
+    def _tensor_new_wrapper(self, original: Callable) -> Callable:
+        """`Tensor(x)` / `Tensor([1, x, 1])` of traced tensors is recorded (a call of
+        `make_tensor`), so the new tensor follows x when the graph runs (MegEngine)."""
+        tracer = self._tracer
+
+        def __new__(cls, *args, **kwargs):
+            if cls is Tensor and args and tracer.recording_calls() and \
+                    _holds_tensor(args[0]):
+                return tracer.call_function(make_tensor, args, kwargs)
+            return original(cls, *args, **kwargs)
+
+        return __new__
+
+    def _name_property(self, original: property) -> property:
+        """`x.name = "..."` in a traced forward names x's node too (MegEngine)."""
+        tracer = self._tracer
+
+        def setter(tensor, name):
+            original.fset(tensor, name)
+            if name and tracer.recording_calls() and tracer.scopes:
+                tracer.rename_node(tensor, name)
+
+        return property(original.fget, setter, doc=original.__doc__)
+
     def _module_call_wrapper(self, original: Callable) -> Callable:
         tracer = self._tracer
 
@@ -159,3 +185,19 @@ class Patcher:
             return tracer.call_module(module, args, kwargs, original)
 
         return wrapper
+
+
+def _holds_tensor(value) -> bool:
+    if isinstance(value, Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v) for v in value)
+    return False
+
+
+def make_tensor(data, dtype=None, device=None, is_const: bool = False,
+                no_cache: bool = False, name=None, format: str = "default") -> Tensor:
+    """`Tensor(data, ...)` as a function: what a traced graph calls where the forward made
+    a tensor from traced tensors."""
+    return Tensor(data, dtype=dtype, device=device, is_const=is_const, no_cache=no_cache,
+                  name=name, format=format)

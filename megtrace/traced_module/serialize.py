@@ -65,7 +65,7 @@ def _type_name(tp: type) -> tuple[str, str]:
 
 
 def _node_state(node: Node) -> dict:
-    state = {"name": node._name, "qualname": node._qualname}
+    state = {"name": node._name, "qualname": node._qualname, "id": node._id}
     if isinstance(node, ModuleNode):
         state["module_type"] = _type_name(node.module_type)
     else:
@@ -76,10 +76,13 @@ def _node_state(node: Node) -> dict:
 def _node_from_state(state: dict) -> Node:
     if "module_type" in state:
         tp = _lookup(*state["module_type"])
-        return ModuleNode(None, state["name"], state["qualname"],
+        node = ModuleNode(None, state["name"], state["qualname"],
                           module_type=tp if isinstance(tp, type) else Module)
-    return TensorNode(None, state["name"], state["qualname"], shape=state["shape"],
-                      dtype=state["dtype"])
+    else:
+        node = TensorNode(None, state["name"], state["qualname"], shape=state["shape"],
+                          dtype=state["dtype"])
+    node._id = state.get("id", -1)
+    return node
 
 
 def _expr_state(expr: Expr, index: Callable[[Node], int]) -> dict:
@@ -87,7 +90,7 @@ def _expr_state(expr: Expr, index: Callable[[Node], int]) -> dict:
              "outputs": [index(n) for n in expr.outputs],
              "const_val": [(i, _encode_const(v)) for i, v in expr.const_val],
              "arg_def": treedef_state(expr.arg_def), "out_def": treedef_state(expr.out_def),
-             "keep": expr._disable_remove}
+             "keep": expr._disable_remove, "id": expr._id}
     if isinstance(expr, (Input, Constant, GetAttr)):
         state["name"] = expr.name
     if isinstance(expr, Constant):
@@ -142,6 +145,7 @@ def _expr_from_state(state: dict, nodes: list[Node]) -> Expr:
     expr.arg_def = treedef_from_state(state["arg_def"])
     expr.out_def = treedef_from_state(state["out_def"])
     expr._disable_remove = state["keep"]
+    expr._id = state.get("id", -1)
     return expr
 
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Optional
 
 from ..tensor import Tensor
+from .expr import GetAttr
 from .node import ModuleNode, TensorNode
 from .patcher import TENSOR_METHODS
 from .tracer import Scope, Tracer
+from .utils import assign_attr
 
 _MISSING = object()
+
+# how the builders of the modules traced inside an insert_exprs block become TracedModules
+# (set by traced_module.py, which imports this module): build(builders) -> builder -> module
+MODULE_BUILDER = None
 
 
 def _node_method(name: str):
@@ -73,7 +79,31 @@ class InsertExprs:
         self._tracer.__exit__(*exc)
         if exc[0] is None:
             self._place_new_exprs()
+            self._build_inserted_modules()
         return False
+
+    def _build_inserted_modules(self) -> None:
+        """User modules called inside the block were traced: make them TracedModules, in
+        place of the attributes the graph fetched them from."""
+        tracer, graph = self._tracer, self.graph
+        built = [b for b in tracer.builders.values() if b.graphs]
+        if not built:
+            return
+        owner = graph._inputs[0].owner if graph._inputs else None
+        build = MODULE_BUILDER(tracer.builders)
+        scope = tracer.scopes[0] if tracer.scopes else None
+        for builder in built:
+            module = build(builder)
+            node = scope.node_of(builder.module) if scope is not None else None
+            fetch = node.expr if node is not None else None
+            if owner is None or not isinstance(fetch, GetAttr) or \
+                    fetch.inputs[0] is not graph._inputs[0]:
+                continue          # a module reached another way keeps being called as is
+            assign_attr(module, owner, fetch.name)
+            node.module_type = type(module)
+            for sub in module.argdef_graph_map.values():      # ids continue the top's
+                graph._number_new(list(sub._iter_exprs(True)))
+        owner._bind_graphs()
 
     def _place_new_exprs(self) -> None:
         """Move the recorded exprs from the end of the graph to just after `after` (or
@@ -89,6 +119,7 @@ class InsertExprs:
                          if n.expr is not None and id(n.expr) in old and n.expr in graph._exprs]
             index = max(producers) + 1 if producers else 0
         graph._exprs[index:index] = new
+        graph._number_new(new)
         for node in graph.nodes(False):
             if isinstance(node, TensorNode):
                 node.value = None

@@ -9,8 +9,9 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..module.module import Module
+from ..module.qat import QATModule
 from ..tensor import Tensor
-from . import serialize
+from . import serialization, serialize, surgery
 from .expr import Constant, GetAttr, Input, _get_attr_path
 from .graph import InternalGraph
 from .node import ModuleNode, Node
@@ -208,8 +209,11 @@ class TracedModule(Module):
             state["argspec"] = inspect.FullArgSpec(*state["argspec"])
         super().__setstate__(state)
         self._bind_graphs()
-        for graph in graphs.values():
-            graph._reset_ids()
+        for graph in graphs.values():      # registered loaders may rewrite exprs
+            serialization.run_loaders(graph)
+        for graph in graphs.values():      # ids are kept; files without them get new ones
+            if not graph._ids_valid():
+                graph._reset_ids()
 
 
 def register_as_builtin(mod_cls: type) -> None:
@@ -260,6 +264,7 @@ class _Build:
 
     def __init__(self, builders: dict[int, Builder]):
         self.builders = builders
+        self.keep_submodules = False
 
     def convert(self, value):
         if isinstance(value, Module):
@@ -297,6 +302,25 @@ class _Build:
                 elif isinstance(expr, Constant) and isinstance(expr.value, Module):
                     expr.value = self.convert(expr.value)
             graph.compile()
+        # a submodule the forward used under another name too (self.b = self.a) is an
+        # attribute under both names, as MegEngine's builder fetches both
+        used = {id(v) for k, v in vars(mod).items() if k in vars(tm) and isinstance(v, Module)}
+        for key, value in vars(mod).items():
+            if key not in vars(tm) and isinstance(value, Module) and id(value) in used:
+                setattr(tm, key, self.convert(value))
+        if self.keep_submodules:
+            # traced inside an insert_exprs block: MegEngine's builder stays live for the
+            # rest of the block, so submodules fetched later (self.new.relu) come along
+            for key, value in vars(mod).items():
+                if key not in vars(tm) and _holds_module(value):
+                    setattr(tm, key, self.convert(value))
+        if isinstance(mod, QATModule):      # MegEngine: a traced QAT module stays one
+            tm.is_qat = True
+            tm.with_act, tm.with_weight = mod.with_act, mod.with_weight
+            for key in ("act_fake_quant", "act_observer", "weight_fake_quant",
+                        "weight_observer"):
+                if not hasattr(tm, key):
+                    setattr(tm, key, None)
         return tm
 
     def _copy_path(self, orig, tm, parts: list[str]) -> None:
@@ -305,6 +329,25 @@ class _Build:
             if isinstance(tm, TracedModule) and part not in vars(tm):
                 setattr(tm, part, self.convert(getattr(orig, part)))
             orig, tm = _get_attr_path(orig, part), _get_attr_path(tm, part)
+
+
+def _holds_module(value) -> bool:
+    if isinstance(value, Module):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_module(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_module(v) for v in value.values())
+    return False
+
+
+def _inserted_module_builder(builders: dict):
+    build = _Build(builders)
+    build.keep_submodules = True
+    return build.module
+
+
+surgery.MODULE_BUILDER = _inserted_module_builder
 
 
 def trace_module(mod: Module, *args: Any, **kwargs: Any) -> TracedModule:

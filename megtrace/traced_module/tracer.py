@@ -10,6 +10,8 @@ import numpy as np
 
 from .. import dispatch
 from ..module.module import Module, _expand_structure
+from ..quantization.fake_quant import _FakeQuantize
+from ..quantization.observer import Observer
 from ..tensor import Tensor
 from .expr import Apply, CallFunction, CallMethod, Constant, Expr, GetAttr, Input
 from .node import ModuleNode, Node, TensorNode
@@ -29,7 +31,9 @@ def active_tracer() -> Optional["Tracer"]:
 
 
 def is_builtin(module: Module) -> bool:
-    return type(module) in BUILTIN_MODULES
+    """Called as one CallMethod, not traced into: builtin module classes, and (as in
+    MegEngine) every observer and fake quantizer, user subclasses included."""
+    return type(module) in BUILTIN_MODULES or isinstance(module, (Observer, _FakeQuantize))
 
 
 class Scope:
@@ -186,7 +190,11 @@ class Tracer:
         else:
             if isinstance(obj, Module) and not is_builtin(obj):
                 self.builders.setdefault(id(obj), Builder(obj, False))
-            expr = Constant(obj, node)
+            # a tensor constant is its value now: in-place updates the forward makes later
+            # (y = Tensor(x); y += 1) are recorded exprs, not changes of the constant
+            value = Tensor._wrap(obj.numpy(), device=obj.device) \
+                if isinstance(obj, Tensor) and obj._value is not None else obj
+            expr = Constant(value, node)
         scope.graph._insert(expr)
         scope.bind(obj, node)
         return node
@@ -296,7 +304,10 @@ class Tracer:
         expr.arg_def = arg_def
         expr.set_args(leaves, self._argument_nodes(leaves))
         builder = self.builders.get(id(module))
-        if builder is None and not (is_builtin(module) or self.editing):
+        # while editing a graph, a user module inserted there is traced into (it becomes
+        # a TracedModule when the block ends); TracedModules keep their own graphs
+        if builder is None and not is_builtin(module) and \
+                not (self.editing and hasattr(module, "argdef_graph_map")):
             builder = self.builders.setdefault(id(module), Builder(module, False))
         if builder is None or arg_def in builder.graphs:
             with self.opaque():
@@ -360,6 +371,13 @@ class Tracer:
         builder.graphs[arg_def] = graph
         builder.out_defs[arg_def] = out_def
         return result
+
+    def rename_node(self, tensor: Tensor, name: str) -> None:
+        """The node of `tensor` in the graph being recorded takes the name `name`."""
+        node = self.scope.node_of(tensor)
+        if isinstance(node, TensorNode) and node.top_graph is self.scope.graph and \
+                node.name != name:
+            node.name = name
 
     def record_apply(self, op_name: str, params: dict, inputs: tuple, outs: tuple) -> None:
         if not self.scopes or not self.recording_calls():

@@ -4,6 +4,8 @@ from __future__ import annotations
 import inspect
 from typing import Callable
 
+from ..module import Module
+
 
 def convert_kwargs_to_args(func: Callable, args: tuple, kwargs: dict,
                            bound: bool = False) -> tuple[tuple, dict]:
@@ -42,3 +44,37 @@ def convert_kwargs_to_args(func: Callable, args: tuple, kwargs: dict,
                 raise TypeError(f"{name} got an unexpected keyword argument {k}")
             new_kwargs[k] = v
     return tuple(new_args), new_kwargs
+
+
+def get_subattr(module, target: str):
+    """The attribute at dotted path `target` of `module` ("" is the module itself); every
+    step but the last must be a Module (MegEngine's traced_module.utils.get_subattr)."""
+    if target == "":
+        return module
+    *prefix, name = target.split(".")
+    for item in prefix:
+        module = getattr(module, item)
+        if not _is_module(module):
+            raise AttributeError("`{}` is not an Module".format(item))
+    return getattr(module, name)
+
+
+def assign_attr(obj, module, target: str) -> None:
+    """Set the attribute at dotted path `target` of `module` to `obj`."""
+    *prefix, name = target.split(".")
+    for item in prefix:
+        module = getattr(module, item)
+        if not _is_module(module):
+            raise AttributeError("`{}` is not an Module".format(item))
+    setattr(module, name, obj)
+
+
+def _is_module(obj) -> bool:
+    # a Module, or the graph node standing for one (ModuleNode) while editing a graph
+    return isinstance(obj, Module) or type(obj).__name__ == "ModuleNode"
+
+
+def _convert_kwargs_to_args(func: Callable, args: tuple, kwargs: dict,
+                            is_bounded: bool = False) -> tuple[tuple, dict]:
+    """MegEngine's name and signature for `convert_kwargs_to_args`."""
+    return convert_kwargs_to_args(func, args, kwargs, bound=is_bounded)

@@ -10,12 +10,16 @@ measurements behind them):
 - primfunc.py  TE -> scheduled PrimFunc, marked so that fusion leaves it alone
 - conv.py      conv2d on NCHW16c, 14x16 register tile
 - depthwise.py depthwise conv2d on NCHW16c, 4x16 tile
+- pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
 - matmul.py    batched matmul of two runtime tensors (attention), same tile
 - pool.py      pooling and global reductions on NCHW16c
 - epilogue.py  bias / batch norm / activation / residual fused into the kernels
 - layout.py    NCHW16c and weight packing
 - generic.py   threads + vectors for every other PrimFunc, after fusion
+- fast_math.py vectorizable float32 exp/erf/tanh/sigmoid (MEGTRACE_FAST_MATH=0: libm)
+- fast_math_pass.py  gives them to generic kernels (softmax, GELU, ...) before legalization
+- rowwise.py   softmax / layer_norm rows reduced as 16 lane partials (vectorized)
 - pipeline.py  TVM's CPU pipeline with the generic rule inserted
 """
 from .lower import to_relax_cpu

@@ -77,6 +77,20 @@ def tile_width(ow: int, lo: int = 8, hi: int = 16, prefer: int = 14) -> int:
     return min(range(lo, hi + 1), key=lambda r: (ceil_div(ow, r) * r - ow, r != prefer, -r))
 
 
+# Accumulators a register tile should hold: with reg columns x 1 channel block, a narrow
+# row (7 columns on MobileNet's late 7x7 layers) leaves FMA latency uncovered and spends
+# one broadcast load per FMA; 2 channel blocks x 7 columns share each broadcast.
+TILE_ACCUMULATORS = 14
+
+
+def channel_blocks(reg: int, oc_blocks: int, lanes: int) -> int:
+    """Output-channel blocks per register tile: 2 when a row is at most half the tile
+    (AVX-512 only: with AVX2 each column already takes two registers) and they divide."""
+    if lanes == 16 and 2 * reg <= TILE_ACCUMULATORS and oc_blocks % 2 == 0:
+        return 2
+    return 1
+
+
 def padded_input(x, shape: ConvShape, rows: int, cols: int, icb: int, nchw: bool):
     """Zero-padded (and, from NCHW, packed) input of `rows` x `cols` pixels per block, or
     None when the kernel can read `x` as it is."""
@@ -129,29 +143,37 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
             parallel_if(sch, sch.fuse(n, cb, y), shape.flops // 2)
             if icb == BLOCK:
                 sch.vectorize(ci)
-        _schedule_tile(sch, "conv", reg, shape.flops // 2)
+        _schedule_tile(sch, "conv", reg, shape.flops // 2,
+                       channel_blocks(reg, blocks(shape.oc), vector_lanes()))
 
     return scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
 
 
-def _schedule_tile(sch: Any, block: str, reg: int, macs: int) -> None:
+def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1) -> None:
+    """The (kb x 16 channels) x reg columns accumulator tile, parallel over (n, y, ko/kb)."""
     b = sch.get_sblock(block)
     n, ko, y, z, ki, ico, rh, rw, ici = sch.get_loops(b)
     zo, zi = sch.split(z, [None, reg])
-    sch.reorder(n, y, ko, zo, ico, rh, rw, ici, zi, ki)
+    if kb > 1:
+        ko, koi = sch.split(ko, [None, kb])
+        sch.reorder(n, y, ko, zo, ico, rh, rw, ici, koi, zi, ki)
+    else:
+        sch.reorder(n, y, ko, zo, ico, rh, rw, ici, zi, ki)
     par = sch.fuse(n, y, ko)
     parallel_if(sch, par, macs)
-    sch.set_scope(b, 0, "local")                       # the reg x 16 accumulator tile
+    sch.set_scope(b, 0, "local")                       # the accumulator tile
     out = sch.get_sblock("out")
     sch.reverse_compute_at(out, zo)
     sch.vectorize(ki)
     sch.unroll(zi)
+    if kb > 1:
+        sch.unroll(koi)
     sch.unroll(rw)
     init = sch.decompose_reduction(b, ico)             # after vectorize/unroll (see notes)
     loops = inner_loops(sch, init, par)
     if loops:
         sch.vectorize(loops[-1])
-    if len(loops) > 1:
-        sch.unroll(loops[-2])
+    for lp in loops[-1 - kb:-1] if len(loops) > kb else loops[:-1]:
+        sch.unroll(lp)                                 # zi (and koi), not zo
     vectorize_inner(sch, out, zo)
 

@@ -2,7 +2,8 @@
 
 Before legalization, each float32 call of exp, erf, tanh, sigmoid, nn.gelu, nn.silu and
 nn.softmax becomes a TE function built on fast_math's expressions (the softmax as max,
-exp of the difference, sum, division); everything else is left for LegalizeOps. The rule
+exp of the difference, sum, division), and softmax / layer_norm over a last axis of 16 q
+take rowwise.py's lane-partial reductions; everything else is left for LegalizeOps. The rule
 kernels' epilogues take the same expressions directly (epilogue.py).
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from .._tvm import relax, tvm
 from . import fast_math
+from .rowwise import lane_reducible, layer_norm_last, softmax_last
 
 _UNARY = {"relax.exp": "exp", "relax.erf": "erf", "relax.tanh": "tanh",
           "relax.sigmoid": "sigmoid", "relax.nn.gelu": "gelu"}
@@ -44,6 +46,14 @@ def _is_float32(expr: Any) -> bool:
     return hasattr(ty, "shape") and str(getattr(ty, "dtype", "")) == "float32"
 
 
+def _last_axis_only(call) -> bool:
+    """A layer_norm over the last axis alone, with scale and centre, rows of 16 q."""
+    nd = len(call.args[0].ty.shape)
+    axes = [int(a) % nd for a in call.attrs.axes]
+    return axes == [nd - 1] and bool(call.attrs.center) and bool(call.attrs.scale) \
+        and lane_reducible(call.args[0].ty.shape, -1)
+
+
 def _mutator():
     rx = relax()
 
@@ -63,14 +73,22 @@ def _mutator():
             if op == "relax.nn.silu":
                 return self.builder_.call_te(_silu, x, primfunc_name_hint="fast_silu")
             if op == "relax.nn.softmax":
-                return self.builder_.call_te(softmax_te, x, int(call.attrs.axis),
-                                             primfunc_name_hint="softmax")
+                axis = int(call.attrs.axis)
+                if lane_reducible(x.ty.shape, axis):
+                    return self.builder_.call_te(softmax_last, x, primfunc_name_hint="softmax")
+                return self.builder_.call_te(softmax_te, x, axis, primfunc_name_hint="softmax")
+            if op == "relax.nn.layer_norm" and _last_axis_only(call) \
+                    and all(_is_float32(a) for a in call.args[1:3]):
+                return self.builder_.call_te(layer_norm_last, x, call.args[1], call.args[2],
+                                             float(call.attrs.epsilon),
+                                             primfunc_name_hint="layer_norm")
             return call
     return FastMathMutator
 
 
 def fast_math_pass():
-    """A module pass (identity when MEGTRACE_FAST_MATH is off)."""
+    """A module pass (identity when MEGTRACE_FAST_MATH is off: the rowwise softmax and
+    layer_norm too, so that switch gives TVM's own legalization back)."""
     t, rx = tvm(), relax()
 
     @t.transform.module_pass(opt_level=0, name="MegtraceFastMath")

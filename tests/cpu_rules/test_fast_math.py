@@ -96,7 +96,8 @@ def test_kernels_call_no_libm(monkeypatch):
         assert "expf" not in asm and "erff" not in asm and "tanhf" not in asm, name
 
 
-@pytest.mark.parametrize("shape,axis", [((2, 12, 37, 37), -1), ((3, 50, 7), 1), ((64,), 0)])
+@pytest.mark.parametrize("shape,axis", [((2, 12, 37, 37), -1), ((3, 50, 7), 1), ((64,), 0),
+                                        ((2, 3, 128), -1), ((5, 48), 1)])
 def test_softmax_matches_float64(shape, axis, rng, monkeypatch):
     monkeypatch.setenv(fast_math.ENV, "1")
     x = (rng.standard_normal(shape) * 8).astype(np.float32)
@@ -106,6 +107,26 @@ def test_softmax_matches_float64(shape, axis, rng, monkeypatch):
     e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
     want = e / e.sum(axis=axis, keepdims=True)
     _elementwise_ok(got, want, tiny=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(128, 768), (2, 5, 64), (3, 40)])
+def test_layer_norm_matches_float64(shape, rng, monkeypatch):
+    """Rows of 16 q (lane-partial sums) and others (TVM's legalization)."""
+    monkeypatch.setenv(fast_math.ENV, "1")
+    x = (rng.standard_normal(shape) * 3 + 2).astype(np.float32)
+    gamma, beta = rng.standard_normal(shape[-1:]).astype(np.float32), \
+        rng.standard_normal(shape[-1:]).astype(np.float32)
+    g = Graph()
+    y = g.add_node(get("layer_norm"), [g.add_input(TensorType.of(x), "x"), g.add_const(gamma),
+                                       g.add_const(beta)], {"normalized_dim": 1})[0]
+    g.set_outputs([y], ["y"])
+    cg = compile_graph(g, cache=False)
+    assert cg.pipeline == "cpu-rules"
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(((x64 - mean) ** 2).mean(-1, keepdims=True) + 1e-5) \
+        * gamma + beta
+    assert rel_err(cg(x)[0], want) <= REL
 
 
 def test_gelu_epilogue_of_a_dense_rule(rng, monkeypatch):

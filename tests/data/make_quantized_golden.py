@@ -165,5 +165,43 @@ quantize(net)
 net.eval()
 out["net_q_y"] = net(mge.tensor(x_eval)).numpy()
 
+
+
+# -- one quantized operand: the other is converted to its dtype (ints: stored as they are)
+mq32 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint32(0.5))
+mq8 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint8(0.5))
+mf = mge.tensor(np.array([5.0, 1.25, -0.75], np.float32))
+out["mix_q32_plus_f"] = raw(mq32 + mf)
+out["mix_f_plus_q32"] = raw(mf + mq32)
+out["mix_q32_plus_int"] = raw(mq32 + 1)
+out["mix_q32_plus_float"] = raw(mq32 + 1.5)
+out["mix_q8_plus_i32"] = raw(mq8 + mge.tensor(np.array([5, 1, -2], np.int32)))
+
+# -- BatchMatMulActivation, float and converted ----------------------------------------------
+class BmmNet(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = M.QuantStub()
+        self.bmm = M.BatchMatMulActivation(3, 8, 4, bias=True, nonlinear_mode="relu")
+        self.dequant = M.DequantStub()
+
+    def forward(self, x):
+        return self.dequant(self.bmm(self.quant(x)))
+
+
+bnet = BmmNet()
+bnet.bmm.bias[...] = rng.normal(size=(4,)).astype(np.float32)
+out["bmm_init.bmm.weight"], out["bmm_init.bmm.bias"] = bnet.bmm.weight.numpy(), bnet.bmm.bias.numpy()
+bx = rng.normal(size=(3, 8, 4)).astype(np.float32)
+out["bmm_x"], out["bmm_float_y"] = bx, bnet(mge.tensor(bx)).numpy()
+bnet.eval()
+quantize_qat(bnet)
+enable_observer(bnet)
+bnet(mge.tensor(bx))
+disable_observer(bnet)
+quantize(bnet)
+bnet.eval()
+out["bmm_q_y"] = bnet(mge.tensor(bx)).numpy()
+
 np.savez(os.path.join(os.path.dirname(os.path.abspath(__file__)), "quantized_golden.npz"), **out)
 print("wrote", len(out), "arrays")

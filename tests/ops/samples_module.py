@@ -107,7 +107,47 @@ def _deform_ref(x, w, offset, mask, stride, padding, dilation):
     return out
 
 
+def _rr_ref(x, w, rin, rout, stride, padding, dilation):
+    """Region restricted convolution by its definition: a tap counts only where the
+    input pixel's region id equals the output pixel's."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    g, ocg, icg, kh, kw = w.shape
+    n, c, h, wd = x.shape
+    oh, ow = rout.shape[1:]
+    out = np.zeros((n, g * ocg, oh, ow))
+    for b, gi, i, j in itertools.product(range(n), range(g), range(oh), range(ow)):
+        for a, bb in itertools.product(range(kh), range(kw)):
+            r, s = i + a * dilation[0] - padding[0], j + bb * dilation[1] - padding[1]
+            if 0 <= r < h and 0 <= s < wd and rin[b, r, s] == rout[b, i, j]:
+                out[b, gi * ocg:(gi + 1) * ocg, i, j] += \
+                    w[gi, :, :, a, bb] @ x[b, gi * icg:(gi + 1) * icg, r, s]
+    return out
+
+
+def _regions(dtype, ids, *shape):
+    return lambda rng: rng.integers(0, ids, size=shape).astype(dtype)
+
+
+def _c64(*shape):
+    return lambda rng: (rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)).astype(
+        np.complex64)
+
+
 SAMPLES = [
+    Sample("create_complex", lambda rng: [f32(2, 3)(rng), f32(2, 3)(rng)],
+           ref=lambda re, im: re.astype(np.float64) + 1j * im.astype(np.float64)),
+    Sample("get_real", lambda rng: [_c64(3, 4)(rng)], ref=lambda z: np.real(z)),
+    Sample("get_imag", lambda rng: [_c64(3, 4)(rng)], ref=lambda z: np.imag(z)),
+    Sample("region_restricted_conv",
+           lambda rng: [f32(2, 4, 5, 6)(rng), f32(2, 3, 2, 3, 2)(rng),
+                        _regions(np.int32, 3, 2, 5, 6)(rng), _regions(np.int32, 3, 2, 5, 5)(rng)],
+           {"stride": (1, 1), "padding": (1, 0), "dilation": (1, 1)},
+           ref=lambda x, w, ri, ro, **p: _rr_ref(x, w, ri, ro, **p), tag="groups"),
+    Sample("region_restricted_conv",
+           lambda rng: [f32(1, 2, 6, 7)(rng), f32(1, 3, 2, 3, 2)(rng),
+                        _regions(np.uint8, 2, 1, 6, 7)(rng), _regions(np.uint8, 2, 1, 6, 7)(rng)],
+           {"stride": (1, 1), "padding": (2, 1), "dilation": (2, 2)},
+           ref=lambda x, w, ri, ro, **p: _rr_ref(x, w, ri, ro, **p), tag="uint8-dilation"),
     Sample("conv3d", lambda rng: [f32(2, 3, 4, 5, 4)(rng), f32(4, 3, 2, 3, 2)(rng)],
            {"stride": (1, 2, 1), "padding": (1, 0, 1), "dilation": (1, 1, 2)},
            ref=lambda x, w, **p: _conv_nd_ref(x, w, **p), tag="dense"),
@@ -145,6 +185,10 @@ SAMPLES = [
 ]
 
 BAD = [
+    ("region_restricted_conv", [(1, 2, 5, 5), (2, 1, 1, 3, 3), (1, 5, 5), (1, 4, 3)], {},
+     "ShapeError", "rout"),
+    ("region_restricted_conv", [(1, 2, 5, 5), (2, 1, 3, 3), (1, 5, 5), (1, 3, 3)], {},
+     "ShapeError", "5-d"),
     ("conv3d", [(1, 3, 4, 4, 4), (2, 2, 2, 2, 2)], {}, "ShapeError", "channels"),
     ("conv3d", [(1, 3, 4, 4), (2, 3, 2, 2, 2)], {}, "ShapeError", "5-d"),
     ("conv_transpose2d", [(1, 3, 4, 4), (2, 2, 3, 3)], {}, "ShapeError", "channels"),

@@ -31,7 +31,12 @@ OPTIONS = {
 }
 
 # op -> why no .mge file can hold it (tests/ops checks the writer still refuses it)
+_COMPLEX = ("complex64 is eager only: MegEngine 1.13's CreateComplex/GetReal/GetImag have "
+            "no serializable opr and TVM no complex dtype, so traces refuse complex values")
 NOT_DUMPABLE = {
+    "create_complex": _COMPLEX,
+    "get_real": _COMPLEX,
+    "get_imag": _COMPLEX,
     "batch_norm_train": "training-mode BatchNorm updates running statistics; a dump holds "
                         "an inference graph (MegEngine writes BatchNorm with fwd_mode "
                         "INFERENCE after module.eval())",
@@ -72,6 +77,9 @@ NOT_READABLE = {
 
 # ops without a Relax lowering: what MegEngine computes for them is still checked above
 NO_LOWERING = {
+    "create_complex": _COMPLEX,
+    "get_real": _COMPLEX,
+    "get_imag": _COMPLEX,
     "get_shape": "folded from input types while tracing; never reaches TVM",
     "batch_norm_train": "training only (see NOT_DUMPABLE)",
     "matinv": "TVM 0.27 has no matrix inverse; compiled graphs run it through NumPy",
@@ -206,6 +214,11 @@ LITE_REFUSES = {
     "local_conv2d-stride-dilation": "MegEngine's Local/GroupLocal kernels require dilation 1 "
                                     "(megdnn assertion dilate_h == 1 && dilate_w == 1)",
 }
+# RelayoutFormat NHWCD4I_NCHW needs an Image2DPack4 input (a Host2DeviceCopy has the
+# default format); Lite's x86 kernels have no plain Convolution in NHWCD4 ("invalid conv
+# format 2", real MegEngine's own dumps too: tests/modelfile/test_optimize_hwcd4.py)
+LITE_REFUSES.update({s: "MegEngine Lite refuses it on x86" for s in (
+    "relayout_format-out", "conv2d_nhwcd4-dense", "conv2d_nhwcd4-channel", "conv2d_nhwcd4-group")})
 
 
 def _listed(case: str, ops: dict, samples: dict | None = None) -> bool:

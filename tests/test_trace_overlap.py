@@ -1,0 +1,109 @@
+"""The compiled run beside the replay (megtrace/jit/overlap.py): same results, the same
+MegEngine errors, the run's own errors still raised, and only where the graph's inputs
+are all known before the Python runs."""
+import numpy as np
+import pytest
+
+import megtrace as mge
+import megtrace.module as M
+from megtrace.jit import TraceError, overlap, trace
+
+
+@pytest.fixture
+def starts(monkeypatch):
+    """Overlap forced on; counts the runs started on the worker."""
+    count = []
+    real = overlap.start
+
+    def counting(run, *args):
+        count.append(1)
+        return real(run, *args)
+    monkeypatch.setattr(overlap, "enabled", True)
+    monkeypatch.setattr(overlap, "start", counting)
+    return count
+
+
+CASES = [
+    ("a + b + c", "a + b - c", "operator mismatch"),
+    ("a + b + 1", "a + b + 2", "tensors not equals"),
+    ("(a + b, b + c)[0]", "a + b", "mismature end"),
+    ("a + b + c", "a + b + c + c", "too many instructions"),
+    ("(a + b, b + c)[1]", "(a + b, b + c)[0]", "data unreadable"),
+]
+
+
+@pytest.mark.parametrize("traced, replayed, reason", CASES)
+def test_replays_beside_the_run_keep_megengines_errors(starts, traced, replayed, reason):
+    state = {"expr": traced}
+
+    @trace(symbolic=True)
+    def fn(a, b, c):
+        return eval(state["expr"])
+
+    a, b, c = mge.tensor([1, 2, 3, 4]), mge.tensor([5, 6, 7, 8]), mge.tensor([9, 0, 1, 2])
+    want = eval(traced).numpy()
+    np.testing.assert_equal(fn(a, b, c).numpy(), want)
+    np.testing.assert_equal(fn(a, b, c).numpy(), want)
+    assert len(starts) == 1                  # the replay, not the tracing call
+    state["expr"] = replayed
+    with pytest.raises(TraceError) as info:
+        fn(a, b, c)
+    assert str(info.value) == f"trace error because {reason}"
+    state["expr"] = traced
+    np.testing.assert_equal(fn(a, b, c).numpy(), want)
+
+
+def test_a_module_replays_beside_the_run_with_new_inputs(starts, rng):
+    net = M.Sequential(M.Linear(5, 4), M.ReLU(), M.Linear(4, 3))
+
+    @trace(symbolic=True, capture_as_const=True)
+    def fn(x):
+        return net(x)
+
+    for _ in range(3):
+        x = rng.standard_normal((2, 5)).astype(np.float32)
+        np.testing.assert_allclose(fn(mge.tensor(x)).numpy(), net(mge.tensor(x)).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert len(starts) == 2
+
+
+def test_an_error_of_the_run_itself_is_raised(starts):
+    @trace(symbolic=True)
+    def fn(x):
+        return x * 2 + 1
+
+    x = mge.tensor([1.0, 2.0])
+    fn(x)
+
+    def broken(entry, feeds):
+        raise RuntimeError("kernel failed")
+    fn._run_entry = broken
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        fn(x)
+
+
+def test_graphs_reading_outside_tensors_replay_first(starts):
+    """Without capture_as_const a parameter is an input the replay feeds: no overlap,
+    and a changed parameter is read as it is now."""
+    net = M.Linear(3, 2)
+
+    @trace(symbolic=True)
+    def fn(x):
+        return net(x)
+
+    x = mge.tensor(np.ones((1, 3), np.float32))
+    fn(x)
+    net.bias[...] = net.bias + 1
+    np.testing.assert_allclose(fn(x).numpy(), net(x).numpy(), rtol=1e-6)
+    assert starts == []
+
+
+@pytest.mark.parametrize("value, threads, cores, want", [
+    ("1", "4", 4, True), ("0", "1", 4, False), ("", "1", 4, False),
+    ("auto", "1", 2, True), ("auto", "2", 2, False)])
+def test_when_it_is_wanted(monkeypatch, value, threads, cores, want):
+    monkeypatch.setattr(overlap, "enabled", None)
+    monkeypatch.setenv(overlap.ENV, value)
+    monkeypatch.setenv("TVM_NUM_THREADS", threads)
+    monkeypatch.setattr(overlap, "_cores", lambda: cores)
+    assert overlap.wanted() is want
