@@ -8,7 +8,10 @@
    time cancels out.
 2. per model: the default (replaying) __call__ against without_host on the SAME trace
    and compiled graph (the flag is flipped between calls), timed alternately so that
-   a shared machine's noise hits both; medians and the ratio.
+   a shared machine's noise hits both; medians and the ratio. The replaying call is
+   timed both ways megtrace/jit/overlap.py allows: the replay before the compiled run
+   (the default) and the compiled run on a worker beside the replay
+   (MEGTRACE_REPLAY_OVERLAP=1).
 Also prints the first call (trace + build) of each model, wall and CPU seconds (CPU
 time, all threads: on a shared machine the wall time is mostly waiting), and the load
 average around the run. Figures, not asserts.

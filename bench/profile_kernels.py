@@ -2,15 +2,18 @@
 
     TVM_NUM_THREADS=2 .venv/bin/python bench/profile_kernels.py --model encoder [--runs 20]
 
-Builds the model as bench_models.py does (trace(symbolic=True, capture_as_const=True,
-profiling=True)), runs it `--runs` times and prints, per kernel name, the median over
-runs of its summed time in one run, its share of the total and how often it is called.
+Builds the model as bench_models.py does (trace(symbolic=True, capture_as_const=True)),
+runs its compiled graph through relay_bridge.profile.profile_run `--runs` times and
+prints, per kernel name, the median (or min) over runs of its summed time in one run,
+its share of the total and how often it is called. On a loaded machine use
+TVM_NUM_THREADS=1 --clock cpu (process CPU time).
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +38,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: process CPU time (use with TVM_NUM_THREADS=1 on a loaded machine)")
     ap.add_argument("--stat", choices=("median", "min"), default="median",
                     help="min is steadier on a machine other processes load")
     args = ap.parse_args()
@@ -42,20 +47,23 @@ def main() -> None:
     import megtrace as mge
     import nets
     from megtrace.jit import trace
+    from megtrace.relay_bridge.profile import profile_run
     net = nets.build(args.model)
-    x = mge.tensor(np.random.RandomState(0).standard_normal(
-        nets.MODELS[args.model].shape(args.batch)).astype("float32"))
+    x = np.random.RandomState(0).standard_normal(
+        nets.MODELS[args.model].shape(args.batch)).astype("float32")
 
-    @trace(symbolic=True, capture_as_const=True, profiling=True)
+    @trace(symbolic=True, capture_as_const=True)
     def infer(data):
         return net(data)
 
+    infer(mge.tensor(x))
+    compiled = next(iter(infer._entries.values())).compiled[1]
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     for _ in range(3):
-        infer(x)
+        profile_run(compiled, [x], clock)
     runs = []
     for _ in range(args.runs):
-        infer(x)
-        runs.append(kernel_times(infer.get_profile()))
+        runs.append(kernel_times(profile_run(compiled, [x], clock)[1]))
     names = runs[0].keys()
     stat = statistics.median if args.stat == "median" else min
     med = {n: stat(r[n][0] for r in runs) for n in names}

@@ -25,12 +25,12 @@ class CompatEmitter:
     def __getattr__(self, name):
         return getattr(self.em, name)
 
-    def opr(self, spec, fields, inputs, name=""):
+    def opr(self, spec, fields, inputs, name="", output_dtype=None):
         mode = fields.get("mode") if spec.type == "Elemwise" else None
         if mode in CONVERTERS:
             self.em.requested_modes.add(mode)
             return CONVERTERS[mode](_Builder(self.em, inputs), *inputs)
-        return self.em.opr(spec, fields, inputs, name)
+        return self.em.opr(spec, fields, inputs, name, output_dtype)
 
     def opr_all(self, spec, fields, inputs, name=""):
         if spec.type == "Elemwise" and fields.get("mode") in CONVERTERS:

@@ -57,7 +57,7 @@ KNOWN_V1 = frozenset({
     "Split", "GetVarShapeV1", "Subtensor", "IndexingMultiAxisVec", "IndexingOneHot",
     "Argmax", "Argmin", "TopK", "CumsumV1", "Linspace", "Padding", "ResizeV2",
     "WarpPerspectiveV2", "ElemwiseMultiType", "AssertEqual", "Identity", "Copy",
-    "GroupLocal",
+    "GroupLocal", "RelayoutFormatV1",
     "RemapV1", "WarpAffineV2", "CvtColor", "ROIAlignV1", "ROIPooling", "NMSKeepMGB",
     "Images2Neibs", "SlidingWindowTranspose", "DeformablePSROIPoolingForward",
     "SetSubtensor", "IncrSubtensor", "IndexingSetMultiAxisVec", "IndexingIncrMultiAxisVec",

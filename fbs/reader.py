@@ -30,6 +30,7 @@ class TensorValue:
     shape: tuple[int, ...]
     dtype: str
     data: np.ndarray | None
+    image_axis: int | None = None    # Image2DPack4 format's align axis (NHWCD4 constants)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Opr:
     outputs: list[int]
     tensors: list[TensorValue]
     name: str | None = None
+    output_dtype: str | None = None    # OperatorNodeConfig's output dtype, where written
 
 
 @dataclass
@@ -182,7 +184,16 @@ def _read_opr(op, buf: bytes, chk: _Checker) -> Opr:
     tensors = [_read_tensor(op.Tensors(j), chk)
                for j in range(chk.vec("tensors", op.TensorsLength(), 4))]
     name = op.Name().decode("utf-8", "replace") if op.Name() else None
-    return Opr(type_name, params, inputs, outputs, tensors, name)
+    return Opr(type_name, params, inputs, outputs, tensors, name, _output_dtype(op))
+
+
+def _output_dtype(op) -> str | None:
+    dt = op.OutputDtype()
+    if dt is None:
+        return None
+    if dt.Type() not in _dt.BY_MGE_ENUM:
+        raise FormatError(f"output dtype {dt.Type()} (MegEngine DTypeEnum) is not supported")
+    return _dt.BY_MGE_ENUM[dt.Type()].name
 
 
 def _read_param(members: dict[int, str], kind: int, tab, buf: bytes) -> tuple[str, dict]:
@@ -217,4 +228,14 @@ def _read_tensor(t, chk: _Checker) -> TensorValue:
         raw = t.DataAsNumpy()
         data = np.frombuffer(raw.tobytes(), dtype=np.dtype(dtype).newbyteorder("<"))
         data = data.astype(dtype).reshape(shape)
-    return TensorValue(name, shape, dtype, data)
+    return TensorValue(name, shape, dtype, data, _image_axis(t))
+
+
+def _image_axis(t) -> int | None:
+    from .generated.Image2DPackedTensorFormat import Image2DPackedTensorFormat
+    from .generated.TensorFormat import TensorFormat
+    if t.FormatType() != TensorFormat.Image2DPackedTensorFormat or t.Format() is None:
+        return None
+    fmt = Image2DPackedTensorFormat()
+    fmt.Init(t.Format().Bytes, t.Format().Pos)
+    return fmt.AlignAxis()

@@ -13,7 +13,7 @@ from megtrace.errors import FormatError
 
 from . import tables
 from .oprs import name_of_v1
-from .reader import Metadata, ModelFile, Opr, TensorValue, _Checker, tensor_header
+from .reader import Metadata, ModelFile, Opr, TensorValue, _Checker, _output_dtype, tensor_header
 
 MAGIC_V1, MAGIC_V0 = 0x4342474D, 0x5342474D
 
@@ -102,7 +102,7 @@ def _read(buf: bytes) -> ModelFile:
         for j in range(min(op.OutputNameLength(), n_out)):
             names[outputs[j]] = op.OutputName(j).decode("utf-8", "replace")
         name = op.Name().decode("utf-8", "replace") if op.Name() else None
-        oprs.append(Opr(type_name, params, inputs, outputs, tensors, name))
+        oprs.append(Opr(type_name, params, inputs, outputs, tensors, name, _output_dtype(op)))
     outs = [graph.OutputVarsIdx(i).CompactId()
             for i in range(chk.vec("output_vars_idx", graph.OutputVarsIdxLength(), 8))]
     m = graph.Metadata()

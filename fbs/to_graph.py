@@ -86,10 +86,12 @@ def _hint(opr: Opr) -> str:
 # cross-correlation, BatchNorm over channels, ...): a file using them is refused rather
 # than run differently from MegEngine. Every other field a rule reads is implemented.
 SUPPORTED_VALUES: dict[str, dict[str, tuple]] = {
-    "Convolution": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW", "NCHW88", "NCHW44")},
-    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW", "NCHW88", "NCHW44"),
+    "Convolution": {"mode": ("CROSS_CORRELATION",),
+                    "format": ("NCHW", "NCHW88", "NCHW44", "NHWCD4")},
+    "ConvBias": {"mode": ("CROSS_CORRELATION",), "format": ("NCHW", "NCHW88", "NCHW44", "NHWCD4"),
                  "nonlineMode": ("IDENTITY", "RELU", "SIGMOID")},
-    "Pooling": {"format": ("NCHW", "NCHW88", "NCHW44")},
+    "Pooling": {"format": ("NCHW", "NCHW88", "NCHW44", "NHWCD4")},
+    "RelayoutFormat": {"mode": ("NCHW_NHWCD4I", "NHWCD4I_NCHW")},
     "AdaptivePooling": {"format": ("NCHW", "NCHW88", "NCHW44")},
     "MatrixMul": {"format": ("DEFAULT",)},
     "BN": {"param_dim": ("DIM_1C11",), "fwd_mode": ("INFERENCE",)},
@@ -177,7 +179,8 @@ def _h2d(g, opr, ins, input_types):
     return [g.add_input(given or TensorType(t.shape, t.dtype), t.name)]
 
 
-@rule("ImmutableTensor", "SharedDeviceTensor", "MultipleDeviceTensorHolder")
+@rule("ImmutableTensor", "SharedDeviceTensor", "MultipleDeviceTensorHolder",
+      "MultipleDeviceTensorWithFormatHolder", "SharedDeviceTensorWithFormat")
 def _consts(g, opr, ins, _):
     if not opr.tensors or any(t.data is None for t in opr.tensors):
         raise FormatError(f"{opr.type} load with no tensor data")
@@ -331,6 +334,12 @@ def _maybe_blocked(g, opr, ins, shapes):
     """Convolution and Pooling in a blocked format are megtrace's *_nchwxx ops (the
     weight's rank tells the case); NCHW ones are read generically."""
     f = _fields(opr)
+    if f.get("format") == "NHWCD4":
+        if opr.type == "Convolution":
+            return list(g.add_node(get("conv2d_nhwcd4"), ins,
+                                   {**_conv_params(f), "sparse": f["sparse"]}, _hint(opr)))
+        return list(g.add_node(get("pool2d_nhwcd4"), ins, get("pool2d").mge.decode(f),
+                               _hint(opr)))
     if f.get("format", "NCHW") not in _BLOCKED:
         return _generic(g, opr, ins, shapes)
     if opr.type == "Convolution":
@@ -346,6 +355,13 @@ def _conv_bias(g, opr, ins, _):
         raise UnsupportedOpError(f"ConvBias nonlineMode {f.get('nonlineMode')} is not supported")
     params = _conv_params(f)
     hint = _hint(opr)
+    if f.get("format") == "NHWCD4":
+        if len(ins) != 3:
+            raise UnsupportedModelError(f"ConvBias in NHWCD4 with {len(ins)} inputs: "
+                                        "megtrace reads x, filter and bias only")
+        return list(g.add_node(get("conv_bias_nhwcd4"), ins,
+                               {**params, "sparse": f["sparse"], "nonline": f["nonlineMode"]},
+                               hint))
     if f.get("format", "NCHW") in _BLOCKED:
         if len(ins) != 3:
             raise UnsupportedModelError(f"ConvBias in {f['format']} with {len(ins)} inputs: "
@@ -450,8 +466,13 @@ def _warp_perspective(g, opr, ins, _):
                                  f"{f.get('imode')} is not supported")
     out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpPerspective output size")
                 .reshape(-1))
-    return list(g.add_node(get("warp_perspective"), ins[:-1], {
-        "out": out, "border": f["bmode"], "border_val": float(f["border_val"])}, _hint(opr)))
+    params = {"out": out, "border": f["bmode"], "border_val": float(f["border_val"])}
+    if opr.output_dtype not in (None, ins[0].type.dtype):    # a fused TypeCvt (fuse_preprocess)
+        if (ins[0].type.dtype, opr.output_dtype) != ("uint8", "float32"):
+            raise UnsupportedModelError(f"WarpPerspective from {ins[0].type.dtype} to "
+                                        f"{opr.output_dtype}: megtrace reads uint8 to float32 only")
+        params["dtype"] = "float32"
+    return list(g.add_node(get("warp_perspective"), ins[:-1], params, _hint(opr)))
 
 
 @rule("WarpAffineV2")

@@ -50,6 +50,7 @@ class _Tensor:
     name: str | None = None
     data: np.ndarray | None = None
     comp_node: str = COMP_NODE
+    image_axis: int | None = None     # Image2DPack4 format's align axis (NHWCD4 constants)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class _Opr:
     outputs: list[int]
     name: str
     tensors: list[_Tensor] = field(default_factory=list)
+    output_dtype: str | None = None    # OperatorNodeConfig's output dtype (fused TypeCvt)
 
 
 @dataclass
@@ -88,6 +90,7 @@ class Emitter:
         self._taken: dict[str, int] = {}
         self._consts: dict[tuple, int] = {}
         self._hint = ""
+        self._image_holder: _Opr | None = None
 
     def dtype_of(self, vid: int) -> str:
         return self.dtypes.get(vid, "float32")
@@ -101,23 +104,27 @@ class Emitter:
             ids.append(len(self.names) - 1)
         return ids
 
-    def opr(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "") -> int:
-        """Append one MegEngine opr; returns the id of its result."""
-        return self.opr_all(spec, fields, inputs, name)[spec.result]
+    def opr(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "",
+            output_dtype: str | None = None) -> int:
+        """Append one MegEngine opr; returns the id of its result. `output_dtype` is the
+        opr config's output dtype (a WarpPerspective that writes float32 from uint8)."""
+        return self.opr_all(spec, fields, inputs, name, output_dtype)[spec.result]
 
-    def opr_all(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "") -> list[int]:
+    def opr_all(self, spec: MgeOpr, fields: dict, inputs: list[int], name: str = "",
+                output_dtype: str | None = None) -> list[int]:
         """Append one MegEngine opr; returns the ids of all its outputs."""
         name = name or f"{self._hint or spec.type}"
         outs = [name] if spec.outputs == 1 else [f"{name}:o{i}" for i in range(spec.outputs)]
         ids = self._new_ids(outs)
         params = [] if spec.param is None else [(spec.param, fields)]
         params += [(t, dict(f)) for t, f in spec.extra]
-        self.oprs.append(_Opr(spec.type, params, list(inputs), ids, name))
+        self.oprs.append(_Opr(spec.type, params, list(inputs), ids, name,
+                              output_dtype=output_dtype))
         self.requested_types.add(spec.type)
         if spec.type == "Elemwise":
             self.requested_modes.add(fields.get("mode", "RELU"))
         dtype = _dt.BY_MGE_ENUM[fields["type"]].name if spec.param == "DType" else \
-            self.dtype_of(inputs[0]) if inputs else "float32"
+            output_dtype or (self.dtype_of(inputs[0]) if inputs else "float32")
         for vid in ids:
             self.dtypes[vid] = dtype
         return ids
@@ -140,6 +147,27 @@ class Emitter:
         self.dtypes[vid] = t.dtype
         self.requested_types.add("ImmutableTensor")
         return vid
+
+    def image_format(self, vid: int, align_axis: int) -> None:
+        """Give the constant `vid` MegEngine's Image2DPack4 tensor format: the NHWCD4 layout's
+        filters and biases are stored so, all in one MultipleDeviceTensorWithFormatHolder
+        (what MegEngine's ParamFusePass leaves). Values computed in the graph keep theirs."""
+        for i, o in enumerate(self.oprs):
+            if o.type == "ImmutableTensor" and o.outputs == [vid]:
+                break
+        else:
+            return
+        t = o.tensors[0]
+        t.image_axis = align_axis
+        if self._image_holder is None:
+            self._image_holder = _Opr("MultipleDeviceTensorWithFormatHolder", [], [], [vid],
+                                      "params", [t])
+            self.oprs[i] = self._image_holder
+            self.requested_types.add("MultipleDeviceTensorWithFormatHolder")
+        else:
+            del self.oprs[i]
+            self._image_holder.outputs.append(vid)
+            self._image_holder.tensors.append(t)
 
     def shared(self, array: np.ndarray, comp_node: str = "cpux:0") -> int:
         """A SharedDeviceTensor (what testcase graphs are made of)."""
@@ -242,9 +270,16 @@ def drop_collapsing(em: Emitter, out_ids: list[int]) -> list[int]:
     try:
         collapses = find_collapses(read_model(serialize(em, out_ids, DumpOptions())[0]))
     except MegtraceError:      # an opr the reader does not know (tests/ops asks for all)
-        return out_ids
-    dropped = {c.index: c.target for c in collapses}
-    if not dropped:
+        return renumber(em, out_ids)
+    return renumber(em, out_ids, {c.index: c.target for c in collapses})
+
+
+def renumber(em: Emitter, out_ids: list[int], dropped: dict[int, int] | None = None) -> list[int]:
+    """Number the vars in the order the oprs define them, as MegEngine's loader expects,
+    leaving out the oprs in `dropped` (index -> the var used instead); returns the new
+    output ids. Only needed when oprs were dropped or merged (image-format constants)."""
+    dropped = dropped or {}
+    if not dropped and em._image_holder is None:
         return out_ids
     new_id: dict[int, int] = {}
     oprs, names, dtypes = [], [], {}
@@ -265,6 +300,7 @@ def drop_collapsing(em: Emitter, out_ids: list[int]) -> list[int]:
     for old in out_ids:                    # an output handed back keeps its own name
         names[new_id[old]] = em.names[old]
     em.oprs, em.names, em.dtypes = oprs, names, dtypes
+    em._consts = {}
     return [new_id[i] for i in out_ids]
 
 
@@ -343,7 +379,8 @@ def _bytes_vector(b, raw: bytes, alignment: int = 16) -> int:
 
 
 def _build_tensor(b, t: _Tensor) -> tuple[int, int]:
-    from .generated import CompNode, DefaultTensorFormat, Tensor, TensorFormat
+    from .generated import (CompNode, DefaultTensorFormat, Image2DPackedTensorFormat, Tensor,
+                            TensorFormat)
     name = b.CreateString(t.name) if t.name else None
     shape = _uint_vector(b, Tensor.StartShapeVector, t.shape)
     loc = b.CreateString(t.comp_node)
@@ -351,8 +388,14 @@ def _build_tensor(b, t: _Tensor) -> tuple[int, int]:
     CompNode.AddLogicalLocator(b, loc)
     comp = CompNode.End(b)
     dtype = _build_dtype(b, t.dtype)
-    DefaultTensorFormat.Start(b)
-    fmt = DefaultTensorFormat.End(b)
+    if t.image_axis is None:
+        DefaultTensorFormat.Start(b)
+        fmt, fmt_type = DefaultTensorFormat.End(b), TensorFormat.TensorFormat.DefaultTensorFormat
+    else:
+        Image2DPackedTensorFormat.Start(b)
+        Image2DPackedTensorFormat.AddAlignAxis(b, t.image_axis)
+        fmt = Image2DPackedTensorFormat.End(b)
+        fmt_type = TensorFormat.TensorFormat.Image2DPackedTensorFormat
     data, nbytes = None, 0
     if t.data is not None:
         raw = np.ascontiguousarray(t.data, dtype=t.dtype).astype(
@@ -364,7 +407,7 @@ def _build_tensor(b, t: _Tensor) -> tuple[int, int]:
     Tensor.AddShape(b, shape)
     Tensor.AddCompNode(b, comp)
     Tensor.AddDtype(b, dtype)
-    Tensor.AddFormatType(b, TensorFormat.TensorFormat.DefaultTensorFormat)
+    Tensor.AddFormatType(b, fmt_type)
     Tensor.AddFormat(b, fmt)
     if data is not None:
         Tensor.AddData(b, data)
@@ -385,6 +428,7 @@ def _build_opr(b, opr: _Opr, index: int, options: DumpOptions) -> tuple[int, int
     inputs = _uint_vector(b, Operator.StartInputsVector, opr.inputs) if opr.inputs else None
     outputs = _uint_vector(b, Operator.StartOutputsVector, opr.outputs)
     tensors_vec = _offset_vector(b, Operator.StartTensorsVector, tensors) if tensors else None
+    out_dtype = _build_dtype(b, opr.output_dtype) if opr.output_dtype else None
     Operator.Start(b)
     Operator.AddType(b, type_str)
     Operator.AddTypeId(b, type_id)
@@ -401,6 +445,8 @@ def _build_opr(b, opr: _Opr, index: int, options: DumpOptions) -> tuple[int, int
     Operator.AddOutputs(b, outputs)
     if tensors_vec is not None:
         Operator.AddTensors(b, tensors_vec)
+    if out_dtype is not None:
+        Operator.AddOutputDtype(b, out_dtype)
     Operator.AddOprVersion(b, version)
     if options.keep_opr_priority:
         source = opr.type in ("Host2DeviceCopy", "ImmutableTensor")

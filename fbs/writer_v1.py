@@ -60,6 +60,10 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
     from .generated.v1 import CompNode, Operator, Tensor
     tensors = []
     for t in opr.tensors:
+        if t.image_axis is not None:
+            raise NotImplementedError(
+                "dump_format='FBS': megtrace writes the Image2DPack4 constants of "
+                "enable_hwcd4 in FBS_V2 only (use the default dump_format)")
         name = b.CreateString(t.name) if t.name else None
         Tensor.StartShapeVector(b, len(t.shape))
         for d in reversed(t.shape):
@@ -98,6 +102,7 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
         inputs = b.EndVector()
     tensors_vec = _offset_vector(b, Operator.StartTensorsVector, tensors) if tensors else None
     opr_name = b.CreateString(opr.name) if options.keep_opr_name else None
+    out_dtype = _build_dtype(b, opr.output_dtype) if opr.output_dtype else None
     Operator.Start(b)
     Operator.AddTypeId(b, unversioned_type_id(opr.type) if compat_8_14 else v1_type_id(opr.type))
     if first is not None:
@@ -109,6 +114,8 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
         Operator.AddOutputName(b, names)
     if tensors_vec is not None:
         Operator.AddTensors(b, tensors_vec)
+    if out_dtype is not None:
+        Operator.AddOutputDtype(b, out_dtype)
     if options.keep_opr_priority:
         source = opr.type in ("Host2DeviceCopy", "ImmutableTensor")
         Operator.AddPriority(b, -2147483648 if source else index)

@@ -29,6 +29,7 @@ from megtrace.ir import Graph
 
 from ._tvm import tvm
 from .cpu.fast_math import mode as fast_math_mode
+from .cpu.pointwise_depthwise import mode as expand_depthwise_mode
 from .cpu.winograd import mode as winograd_mode
 from .executable import Built, BuildOptions, is_host, uses_cpu_rules
 from .export import _quiet_stderr
@@ -168,7 +169,8 @@ def _become_quiet_writer() -> None:
 def entry_key(graph: Graph, target: Any, rules: bool | None, options: BuildOptions) -> str:
     h = hashlib.sha256()
     for part in (str(target), repr(options), str(uses_cpu_rules(target, rules)),
-                 winograd_mode(), fast_math_mode(), _versions(), str(graph)):
+                 winograd_mode(), fast_math_mode(),
+                 expand_depthwise_mode(), _versions(), str(graph)):
         h.update(part.encode())
         h.update(b"\0")
     for array in graph.consts.values():

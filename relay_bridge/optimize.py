@@ -22,7 +22,9 @@ from .fold_conv_bn import fold_batchnorm_into_conv
 from .lift import lift
 from .lower import emit_node, to_relax
 from .nchwxx import convert_to_nchwxx
+from .nhwcd4 import convert_to_nhwcd4
 from .padding_channel import pad_channels
+from .preprocess import fuse_warp_typecvt
 from .shape_cut import split as split_shape_arithmetic
 
 F16_IO_F32_COMP = 1 << 0
@@ -263,18 +265,12 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     second pass leaves float32 compute (io16xc32) in place. A layout (a LAYOUTS key)
     brings MegEngine's conv-bias fusion with it and is applied last; so does
     fuse_conv_bias_with_z (whose z fusion MegEngine's CPU passes leave out for float
-    graphs). fuse_preprocess is the Metadata bit alone: MegEngine's passes for it
-    (FuseNCHW4Int8Preprocess, FuseWarpPerspectiveDimshufflePass) rewrite only
-    WarpPerspective/RelayoutFormat of uint8 or quantized images, which megtrace's graphs
-    do not have in those forms."""
+    graphs). fuse_preprocess fuses a uint8 WarpPerspective with the TypeCvt to float32
+    after it (preprocess.py); on other graphs it is the Metadata bit alone, as in
+    MegEngine."""
     if layout is not None and layout not in LAYOUTS:
         raise ValueError(f"optimize_for_inference: layout must be one of {sorted(LAYOUTS)}; "
                          f"got {layout!r}")
-    if layout == "nhwcd4":
-        raise NotImplementedError(
-            "enable_hwcd4: NHWCD4 (MegEngine's image layout: ConvertFormatPass with "
-            "RelayoutFormat oprs at the edges and Image2D-packed weights) is not written by "
-            "megtrace yet")
     bias_fusion = fuse_conv_bias_nonlinearity or fuse_conv_bias_with_z or layout is not None
     t = tvm()
     rx = relax()
@@ -295,11 +291,15 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
         fused = _fold_global_pooling(fused)
     if shape_cut is not None:
         fused = shape_cut.stitch(fused)
+    if fuse_preprocess:
+        fused = fuse_warp_typecvt(fused)
     if f16_io_f32_comp or f16_io_comp:
         fused = convert_f32_to_f16(fused, f32_compute=f16_io_f32_comp)
     if layout in ("nchw88", "nchw44", "nchw44_dot"):
         pack = 8 if layout == "nchw88" else 4
         fused = convert_to_nchwxx(pad_channels(fused, pack), pack)
+    elif layout == "nhwcd4":
+        fused = convert_to_nhwcd4(fused)     # (MegEngine's PaddingChannelPass pads nothing)
     elif layout == "nchw64":
         _check_nchw64(fused)
     options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \

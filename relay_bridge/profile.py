@@ -12,7 +12,7 @@ them by call index). CPU kernels run synchronously, so host and device times coi
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,14 +24,17 @@ def empty_profile() -> dict[str, Any]:
             "profiler": {"device": {}, "host": {}, "opr_footprint": {}, "opr_internal_pf": {}}}
 
 
-def profile_run(compiled, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, Any]]:
-    """Run `compiled` once with a timing instrument on every VM call; outputs + profile."""
+def profile_run(compiled, arrays: list[np.ndarray], clock: Callable[[], float] = time.perf_counter
+                ) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """Run `compiled` once with a timing instrument on every VM call; outputs + profile.
+    `clock` may be time.process_time (CPU seconds: steadier on a loaded machine, but
+    with several threads it sums them)."""
     vm = relax().VirtualMachine(compiled.executable, compiled._device)
     stack: list[tuple[str, float]] = []
     events: list[tuple[str, float, float]] = []
 
     def instrument(func, symbol, before_run, ret_value, *args):
-        now = time.perf_counter()
+        now = clock()
         if before_run:
             stack.append((str(symbol), now))    # builtins (allocation, checks) popped too
         elif stack:
@@ -43,7 +46,7 @@ def profile_run(compiled, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], d
     t = tvm()
     # np.require, not np.ascontiguousarray: that makes 0-d inputs 1-d
     args = [t.runtime.tensor(np.require(a, requirements="C"), compiled._device) for a in arrays]
-    origin = time.perf_counter()
+    origin = clock()
     result = vm["main"](*args)
     outputs = [r.numpy() for r in result]
     device = f"{compiled.target.kind.name}0"

@@ -198,3 +198,13 @@ def test_batch_matmul_activation_float_and_converted_match_megengine():
     net.eval()
     assert type(net.bmm).__module__.endswith("quantized.batch_matmul_activation")
     np.testing.assert_array_equal(net(x).numpy(), GOLD["bmm_q_y"])
+
+
+def test_one_quantized_operand_converts_the_other_as_megengine_does():
+    q32 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint32(0.5))
+    q8 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint8(0.5))
+    f = mge.tensor(np.array([5.0, 1.25, -0.75], np.float32))
+    for name, got in (("q32_plus_f", q32 + f), ("f_plus_q32", f + q32),
+                      ("q32_plus_int", q32 + 1), ("q32_plus_float", q32 + 1.5),
+                      ("q8_plus_i32", q8 + mge.tensor(np.array([5, 1, -2], np.int32)))):
+        np.testing.assert_array_equal(raw(got), GOLD[f"mix_{name}"], err_msg=name)

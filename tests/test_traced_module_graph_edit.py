@@ -91,7 +91,8 @@ class Neg(M.Module):
     def __init__(self):
         super().__init__()
         self.identity = M.Identity()
-        self.unused = M.ReLU()           # never called by forward: still an attribute
+        self.unused = M.ReLU()           # not called by forward: kept for later edits
+        self.buff = mge.tensor([1.0])    # an unused tensor is not (MegEngine's builder)
 
     def forward(self, x):
         return -self.identity(x)
@@ -108,7 +109,7 @@ def test_user_module_inserted_in_a_graph_becomes_a_traced_module():
     graph.replace_node({out: neg_out})
     graph.compile()
     assert type(tm.neg).__name__ == "TracedModule" and tm.neg.graph is not None
-    assert isinstance(tm.neg.unused, M.ReLU)
+    assert isinstance(tm.neg.unused, M.ReLU) and "buff" not in vars(tm.neg)
     np.testing.assert_allclose(tm(x).numpy(), -want, rtol=1e-6)
     again = pickle.loads(pickle.dumps(tm))
     np.testing.assert_allclose(again(x).numpy(), -want, rtol=1e-6)
@@ -153,3 +154,23 @@ def test_tensors_made_from_traced_tensors_follow_their_inputs():
     np.testing.assert_array_equal(z.numpy(), [1, 5, 1])
     again = pickle.loads(pickle.dumps(tm))
     np.testing.assert_array_equal(again(mge.tensor(3))[2].numpy(), [1, 3, 1])
+
+
+class Shared(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = M.Elemwise("ADD")
+        self.b = self.a
+        self.unused = mge.tensor([1.0])
+
+    def forward(self, x, y):
+        return self.b(self.a(x, y), y)
+
+
+def test_a_shared_submodule_keeps_both_names_and_unused_tensors_stay_out():
+    x, y = mge.tensor(1.0), mge.tensor(2.0)
+    tm = trace_module(Shared(), x, y)
+    assert tm.a is tm.b and "unused" not in vars(tm)
+    loaded = pickle.loads(pickle.dumps(tm))
+    assert loaded.a is loaded.b
+    assert float(loaded(x, y).numpy()) == 5.0

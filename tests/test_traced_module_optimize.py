@@ -1,5 +1,6 @@
 """traced_module.optimize (MegEngine's passes): "FuseConvBn" removes eval-mode BatchNorms
-after convolutions, "BackwardFoldScale" folds constant scalings into convolution weights;
+after convolutions, "BackwardFoldScale" folds constant scalings into convolution weights,
+"FuseAddMul" joins chains of constant additions / multiplications;
 the results stay those of the original module run eagerly."""
 import numpy as np
 import pytest
@@ -70,8 +71,7 @@ def test_training_mode_batchnorm_and_unknown_passes_are_left_alone():
     assert len(fused.graph.get_module_by_type(M.BatchNorm2d).as_list()) == 4
     with pytest.raises(ValueError, match="unknown pass"):
         tm.optimize(traced, "NoSuchPass")
-    with pytest.raises(NotImplementedError, match="FuseAddMul"):
-        tm.optimize(traced, "FuseAddMul")
+
 
 
 class Scaled(M.Module):
@@ -107,3 +107,25 @@ def test_negative_scale_does_not_cross_relu():
     out = tm.optimize(tm.trace_module(net, x).flatten(), ["FuseConvBn", "BackwardFoldScale"])
     np.testing.assert_allclose(out(x).numpy(), want, rtol=1e-5, atol=1e-4)
     assert len(out.graph.get_method_by_type("__mul__").as_list()) == 1   # the -0.5 stays
+
+
+class Chains(M.Module):
+    def forward(self, x):
+        y = (x + 1) + 2.5
+        z = F.mul(x * 2, 3)
+        w = (x * 4) * 0.5
+        return y, z, w + w           # w is read twice: (x * 4) * 0.5 still folds
+
+
+def test_fuse_add_mul_folds_constant_chains():
+    x = mge.tensor(np.random.RandomState(4).normal(size=(3,)).astype("float32"))
+    net = Chains()
+    want = [t.numpy() for t in net(x)]
+    out = tm.optimize(tm.trace_module(net, x), "FuseAddMul")
+    for got, ref in zip(out(x), want):
+        np.testing.assert_allclose(got.numpy(), ref, rtol=1e-6)
+    graph = out.graph
+    adds = graph.get_method_by_type("__add__").as_list()
+    muls = graph.get_method_by_type("__mul__").as_list() + \
+        graph.get_function_by_type(F.mul).as_list()
+    assert len(adds) == 2 and len(muls) == 2      # x + 3.5, w + w; x * 6, x * 2

@@ -24,11 +24,50 @@ class RelayoutFormat(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # RelayoutFormat
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # RelayoutFormat
+    def Oc(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # RelayoutFormat
+    def Group(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
 def RelayoutFormatStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(3)
 
 def Start(builder):
     RelayoutFormatStart(builder)
+
+def RelayoutFormatAddMode(builder, mode):
+    builder.PrependUint32Slot(0, mode, 0)
+
+def AddMode(builder, mode):
+    RelayoutFormatAddMode(builder, mode)
+
+def RelayoutFormatAddOc(builder, oc):
+    builder.PrependUint32Slot(1, oc, 0)
+
+def AddOc(builder, oc):
+    RelayoutFormatAddOc(builder, oc)
+
+def RelayoutFormatAddGroup(builder, group):
+    builder.PrependUint32Slot(2, group, 1)
+
+def AddGroup(builder, group):
+    RelayoutFormatAddGroup(builder, group)
 
 def RelayoutFormatEnd(builder):
     return builder.EndObject()

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtype as _dt
 from ..dispatch import apply
+from ..ops import quantized_eager
 from ..errors import DTypeError
 from ..tensor import Tensor
 
@@ -28,6 +29,9 @@ def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     tensors promote (float wins), inserting a TypeCvt."""
     if a is None or b is None:
         raise TypeError("the operand is None and is not supported.")
+    quantized = _quantized_pair(a, b)
+    if quantized is not None:
+        return quantized
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = Tensor(a)
     a = as_tensor(a, b if isinstance(b, Tensor) else None)
@@ -45,3 +49,22 @@ def require_tensor(name: str, value) -> Tensor:
     if isinstance(value, (np.ndarray, list, tuple, int, float)):
         return Tensor(value)
     raise DTypeError(f"{name}: expected a Tensor, got {type(value).__name__}")
+
+
+def _quantized_pair(a, b):
+    """MegEngine's promotion with one quantized operand: the other one (a tensor or a
+    float) is converted to that quantized dtype (TypeCvt: quantized), a Python int is
+    taken as a stored value. None when neither operand is quantized."""
+    qa = _dt._quantized(a.dtype) if isinstance(a, Tensor) else None
+    qb = _dt._quantized(b.dtype) if isinstance(b, Tensor) else None
+    if qa is None and qb is None:
+        return None
+    if qa is not None and qb is not None:
+        return a, b          # both quantized: the operator checks they agree
+
+    def to(value, qdtype, like):
+        if isinstance(value, (bool, int, np.integer)):     # MegEngine: stored as it is
+            return Tensor(value, dtype=qdtype, device=like.device)
+        arr = value.numpy() if isinstance(value, Tensor) else np.asarray(value, np.float32)
+        return Tensor._wrap(quantized_eager.typecvt(arr, qdtype), device=like.device)
+    return (a, to(b, qa, a)) if qa is not None else (to(a, qb, b), b)

@@ -166,8 +166,11 @@ register(OpDef("resize", params={"size": (1, 1), "mode": "linear"},
 
 
 # -- warp_perspective ---------------------------------------------------------------------
-def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val):
+def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
     _image("warp_perspective", x)
+    if dtype not in (None, "float32") or (dtype is not None and x.dtype != "uint8"):
+        raise ValueError(f"warp_perspective: dtype must be None, or 'float32' on uint8 input "
+                         f"(enable_fuse_preprocess's fused TypeCvt); got {dtype!r} on {x}")
     _out_size("warp_perspective", out)
     _border("warp_perspective", border)
     if mat.ndim != 3 or mat.shape[1:] != (3, 3) or mat.dtype != "float32":
@@ -179,7 +182,7 @@ def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val):
     elif mat_idx.ndim != 1 or mat_idx.shape[0] != mat.shape[0] or mat_idx.dtype != "int32":
         raise ShapeError(f"warp_perspective: mat_idx must be int32 ({mat.shape[0]},); "
                          f"got {mat_idx}")
-    return TensorType((mat.shape[0], x.shape[1]) + tuple(out), x.dtype)
+    return TensorType((mat.shape[0], x.shape[1]) + tuple(out), dtype or x.dtype)
 
 
 def _grid(out):
@@ -188,7 +191,7 @@ def _grid(out):
             np.arange(oh, dtype=np.float32).reshape(1, oh, 1))
 
 
-def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val):
+def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
     if mat_idx is not None and ((mat_idx < 0) | (mat_idx >= x.shape[0])).any():
         raise IndexError(f"warp_perspective: mat_idx {mat_idx.tolist()} out of range for "
                          f"{x.shape[0]} images")
@@ -200,10 +203,10 @@ def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val):
     batch = np.arange(mat.shape[0]) if mat_idx is None else mat_idx.astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         y = sample_np(x, batch, xs, ys, border=border, border_val=border_val)
-    return round_to(y, x.dtype)
+    return round_to(y, dtype or x.dtype)
 
 
-def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val):
+def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
     R = L.R
     n_mat = L.types[1].shape[0]
     gw, gh = (L.const(g, "float32") for g in _grid(out))
@@ -230,7 +233,10 @@ def _warp_fields(p):
 
 
 def _warp_emit(em, types, p, inputs):
-    return em.opr(WARP_PERSPECTIVE, _warp_fields(p), list(inputs) + [_size_const(em, p["out"])])
+    """A float32 `dtype` is the opr config's output dtype (MegEngine's
+    FuseWarpPerspectiveDimshufflePass: the TypeCvt after a uint8 warp, fused)."""
+    return em.opr(WARP_PERSPECTIVE, _warp_fields(p), list(inputs) + [_size_const(em, p["out"])],
+                  output_dtype=p.get("dtype"))
 
 
 def _grid_consts(V, out, like):
@@ -258,7 +264,7 @@ def _batch(V, n_mat, mat_idx, like):
                    shape=(n_mat, 1, 1))
 
 
-def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val):
+def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val, dtype=None):
     """Through the sampler (WarpPerspectiveBackwardData / BackwardMat): xs = u / d,
     ys = v / d with u, v, d planes of the matrix's rows."""
     x, mat = inputs[0], inputs[1]
@@ -286,7 +292,7 @@ def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val):
 
 
 register(OpDef("warp_perspective",
-               params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0},
+               params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0, "dtype": None},
                eager=_warp_eager, infer=_warp_infer, lower=_warp_lower,
                mge=MgeComposite(_warp_emit), opaque_in_optimize=True, vjp=_warp_vjp))
 

@@ -1,5 +1,6 @@
 """`traced_module.optimize`: inference rewrites of a TracedModule's graph (MegEngine's
-traced_module._passes). megtrace has "BackwardFoldScale" (fold_scale.py) and "FuseConvBn":
+traced_module._passes). megtrace has "FuseAddMul" (fuse_add_mul.py), "BackwardFoldScale"
+(fold_scale.py) and "FuseConvBn":
 an eval-mode BatchNorm whose input is
 a convolution read by nothing else is folded into that convolution's weight and bias, for
 Conv2d/BatchNorm2d module calls and for F.conv2d/F.batch_norm calls on attributes (what
@@ -18,6 +19,7 @@ from ..tensor import Parameter
 from ..utils.bn_fusion import fold_weight_bias
 from .expr import CallFunction, CallMethod, Expr, GetAttr
 from .fold_scale import backward_fold_scale
+from .fuse_add_mul import fuse_add_mul
 from .node import ModuleNode, TensorNode
 from .traced_module import TracedModule
 from .utils import get_subattr
@@ -29,9 +31,8 @@ KNOWN_PASSES = ("FuseConvBn", "FuseAddMul", "BackwardFoldScale")
 
 def optimize(module: TracedModule,
              enabled_pass: Union[str, Sequence[str]] = ("FuseConvBn",)) -> TracedModule:
-    """A copy of `module` with the passes in `enabled_pass` applied (MegEngine's order).
-    Passes MegEngine has and megtrace not yet ("FuseAddMul", "BackwardFoldScale") raise
-    NotImplementedError; unknown names ValueError."""
+    """A copy of `module` with the passes in `enabled_pass` applied (MegEngine's order);
+    unknown pass names are a ValueError."""
     if not isinstance(module, TracedModule):
         raise TypeError(f"optimize: expects a TracedModule; got {type(module).__name__}")
     passes = [enabled_pass] if isinstance(enabled_pass, str) else list(enabled_pass)
@@ -39,9 +40,6 @@ def optimize(module: TracedModule,
         if name not in KNOWN_PASSES:
             raise ValueError(f"optimize: unknown pass {name!r}; MegEngine's passes are "
                              f"{', '.join(KNOWN_PASSES)}")
-        if name == "FuseAddMul":
-            raise NotImplementedError("optimize: pass 'FuseAddMul' is not implemented in "
-                                      "megtrace yet (FuseConvBn and BackwardFoldScale are)")
     if "BackwardFoldScale" in passes and "FuseConvBn" not in passes:
         logger.warning("Since BackwardFoldScale requires FuseConvBn, FuseConvBn will be "
                        "enabled.")
@@ -49,8 +47,13 @@ def optimize(module: TracedModule,
     module = deepcopy(module)
     if "FuseConvBn" in passes:
         _fuse_conv_bn(module)
+    # MegEngine's order: FuseConvBn, FuseAddMul, then BackwardFoldScale and FuseAddMul again
+    if "FuseAddMul" in passes:
+        fuse_add_mul(module)
     if "BackwardFoldScale" in passes:
         backward_fold_scale(module)
+        if "FuseAddMul" in passes:
+            fuse_add_mul(module)
     return module
 
 

@@ -264,6 +264,7 @@ class _Build:
 
     def __init__(self, builders: dict[int, Builder]):
         self.builders = builders
+        self.keep_submodules = False
 
     def convert(self, value):
         if isinstance(value, Module):
@@ -301,11 +302,18 @@ class _Build:
                 elif isinstance(expr, Constant) and isinstance(expr.value, Module):
                     expr.value = self.convert(expr.value)
             graph.compile()
-        # as MegEngine's builder: every submodule and tensor attribute comes along, used
-        # by forward or not (graph surgery may call them later)
+        # a submodule the forward used under another name too (self.b = self.a) is an
+        # attribute under both names, as MegEngine's builder fetches both
+        used = {id(v) for k, v in vars(mod).items() if k in vars(tm) and isinstance(v, Module)}
         for key, value in vars(mod).items():
-            if key not in vars(tm) and _holds_module_or_tensor(value):
+            if key not in vars(tm) and isinstance(value, Module) and id(value) in used:
                 setattr(tm, key, self.convert(value))
+        if self.keep_submodules:
+            # traced inside an insert_exprs block: MegEngine's builder stays live for the
+            # rest of the block, so submodules fetched later (self.new.relu) come along
+            for key, value in vars(mod).items():
+                if key not in vars(tm) and _holds_module(value):
+                    setattr(tm, key, self.convert(value))
         if isinstance(mod, QATModule):      # MegEngine: a traced QAT module stays one
             tm.is_qat = True
             tm.with_act, tm.with_weight = mod.with_act, mod.with_weight
@@ -323,18 +331,19 @@ class _Build:
             orig, tm = _get_attr_path(orig, part), _get_attr_path(tm, part)
 
 
-def _holds_module_or_tensor(value) -> bool:
-    if isinstance(value, (Module, Tensor)):
+def _holds_module(value) -> bool:
+    if isinstance(value, Module):
         return True
     if isinstance(value, (list, tuple)):
-        return any(_holds_module_or_tensor(v) for v in value)
+        return any(_holds_module(v) for v in value)
     if isinstance(value, dict):
-        return any(_holds_module_or_tensor(v) for v in value.values())
+        return any(_holds_module(v) for v in value.values())
     return False
 
 
 def _inserted_module_builder(builders: dict):
     build = _Build(builders)
+    build.keep_submodules = True
     return build.module
 
 

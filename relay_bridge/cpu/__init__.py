@@ -10,6 +10,7 @@ measurements behind them):
 - primfunc.py  TE -> scheduled PrimFunc, marked so that fusion leaves it alone
 - conv.py      conv2d on NCHW16c, 14x16 register tile
 - depthwise.py depthwise conv2d on NCHW16c, 4x16 tile
+- pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
 - matmul.py    batched matmul of two runtime tensors (attention), same tile
 - pool.py      pooling and global reductions on NCHW16c

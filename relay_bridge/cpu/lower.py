@@ -29,6 +29,7 @@ from .depthwise import DepthwiseShape, depthwise_nchwc
 from .matmul import MatmulShape, batch_matmul
 from .epilogue import Epilogue, blocked_output
 from .plan import F32, Group, elementwise_steps, find_groups
+from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
 from . import winograd
@@ -62,6 +63,9 @@ class _CpuLowering:
         groups = find_groups(graph)
         self.group_at = {g.nodes[-1]: g for g in groups}
         self.absorbed = {n for g in groups for n in g.nodes[:-1]}
+        self.anchored = {g.anchor: g for g in groups}
+        self.users = graph.users()
+        self.fused: set[Node] = set()        # groups computed inside an earlier kernel
 
     # -- driver -------------------------------------------------------------------------
     def build(self, func_name: str):
@@ -80,8 +84,14 @@ class _CpuLowering:
         return self.bb.get(), self.used
 
     def _visit(self, node: Node) -> None:
+        if node in self.fused:
+            return
         group = self.group_at.get(node)
         if group is not None:
+            pair = self._depthwise_after(group)
+            if pair is not None and self._try("expand_depthwise",
+                                              lambda: self._expand_depthwise(group, pair)):
+                return
             if self._try(group.kind, lambda: self._group(group)):
                 return
             for n in group.nodes:
@@ -192,6 +202,49 @@ class _CpuLowering:
         args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
+
+    def _depthwise_after(self, group: Group) -> Group | None:
+        """The depthwise group a 1x1 conv group feeds alone, when the pair can be one
+        expand_depthwise kernel (constant weights, no tensor operands, 3x3 pad 1)."""
+        node, consts = group.anchor, self.graph.consts
+        if group.kind != "conv" or group.epilogue.tensors() or group.out in self.graph.outputs:
+            return None
+        x, w = node.inputs[:2]
+        p = node.kwargs
+        if x not in self.blocked or w not in consts or w.type.shape[-2:] != (1, 1) \
+                or tuple(p["stride"]) != (1, 1) or tuple(p["padding"]) != (0, 0):
+            return None
+        users = self.users.get(group.out, [])
+        nxt = self.anchored.get(users[0]) if len(users) == 1 else None
+        if nxt is None or nxt.kind != "depthwise" or nxt.epilogue.tensors():
+            return None
+        q, wd = nxt.anchor.kwargs, nxt.anchor.inputs[1]
+        s = tuple(q["stride"])
+        if wd not in consts or wd.type.shape[-2:] != (3, 3) or tuple(q["padding"]) != (1, 1) \
+                or s[0] != s[1] or nxt.anchor.inputs[0] is not group.out:
+            return None
+        n, c, h, wdt = x.type.shape
+        shape = PairShape(n, c, h, wdt, w.type.shape[0], s[0])
+        return nxt if pair_applies(shape) else None
+
+    def _expand_depthwise(self, group: Group, nxt: Group) -> None:
+        x, w = group.anchor.inputs[:2]
+        n, c, h, wdt = x.type.shape
+        shape = PairShape(n, c, h, wdt, w.type.shape[0], int(nxt.anchor.kwargs["stride"][0]))
+        key = (expand_depthwise, shape, _epilogue_key(group.epilogue),
+               _epilogue_key(nxt.epilogue))
+        func = self.kernels.get(key)
+        if func is None:
+            func = self.kernels[key] = expand_depthwise(shape, group.epilogue, nxt.epilogue)
+        consts, rx = self.graph.consts, self.rx
+        args = [self.blocked[x], rx.const(L.pack_conv_weight(consts[w], L.BLOCK)),
+                *self._epilogue_args(group.epilogue, blocked=True),
+                rx.const(L.pack_depthwise_weight(consts[nxt.anchor.inputs[1]])),
+                *self._epilogue_args(nxt.epilogue, blocked=True)]
+        self.blocked[nxt.out] = self._call(func, args, shape.out_shape, "expand_depthwise")
+        self.fused.add(nxt.nodes[-1])
+        self.fused.update(nxt.nodes[:-1])
+        self.used.append("expand_depthwise")
 
     def _winograd(self, shape: ConvShape, w: Var) -> bool:
         """Whether a conv takes the Winograd rule: 3x3 stride 1 on a blocked input with a

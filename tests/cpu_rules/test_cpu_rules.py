@@ -172,6 +172,51 @@ def test_depthwise_rule_after_conv(c, s, rng):
     check(cg(x)[0], np.clip(conv_ref(conv_ref(x, w1), dw, (s, s), (1, 1)), 0, 6))
 
 
+@pytest.mark.parametrize("n,c,h,w,e,s", [(1, 16, 28, 28, 96, 2), (2, 24, 14, 15, 40, 1),
+                                         (1, 32, 7, 7, 192, 1), (1, 8, 13, 11, 48, 2)])
+def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch):
+    """1x1 conv (+bias, ReLU6) feeding a 3x3 depthwise (+bias, ReLU6): one fused kernel
+    (at any size here; models fuse only pairs whose expanded tensor leaves the cache)."""
+    from megtrace.relay_bridge.cpu import pointwise_depthwise
+    monkeypatch.setattr(pointwise_depthwise, "MIN_EXPANDED_BYTES", 0)
+    x, w0 = f32(rng, n, 3, h, w), f32(rng, c, 3, 1, 1)
+    w1, dw = f32(rng, e, c, 1, 1), f32(rng, e, 1, 1, 3, 3)
+    b1, b2 = f32(rng, 1, e, 1, 1), f32(rng, 1, e, 1, 1)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    y = b.op("clip", b.op("add", b.op("conv2d", y, b.const(w1)), b.const(b1)),
+             lower=0.0, upper=6.0)
+    y = b.op("clip", b.op("add", b.op("conv2d", y, b.const(dw), stride=(s, s),
+                                      padding=(1, 1)), b.const(b2)), lower=0.0, upper=6.0)
+    cg = b.compile(y)
+    assert cg.rules == ["conv", "expand_depthwise"]
+    mid = np.clip(conv_ref(np.maximum(conv_ref(x, w0), 0), w1) + b1, 0, 6)
+    check(cg(x)[0], np.clip(conv_ref(mid, dw, (s, s), (1, 1)) + b2, 0, 6))
+
+
+def test_small_expand_depthwise_pairs_stay_separate(rng):
+    x, w0 = f32(rng, 1, 3, 14, 14), f32(rng, 64, 3, 1, 1)
+    w1, dw = f32(rng, 384, 64, 1, 1), f32(rng, 384, 1, 1, 3, 3)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))
+    y = b.op("relu", b.op("conv2d", y, b.const(w1)))
+    cg = b.compile(b.op("conv2d", y, b.const(dw), padding=(1, 1)))
+    assert cg.rules == ["conv", "conv", "depthwise"]
+
+
+def test_expand_output_used_twice_is_not_fused(rng, monkeypatch):
+    from megtrace.relay_bridge.cpu import pointwise_depthwise
+    monkeypatch.setattr(pointwise_depthwise, "MIN_EXPANDED_BYTES", 0)
+    x, w1, dw = f32(rng, 1, 16, 8, 8), f32(rng, 32, 16, 1, 1), f32(rng, 32, 1, 1, 3, 3)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.op("relu", b.op("conv2d", b.input(x),
+                                                      b.const(f32(rng, 16, 16, 1, 1)))),
+                          b.const(w1)))
+    z = b.op("conv2d", y, b.const(dw), padding=(1, 1))
+    cg = b.compile(z, y)
+    assert "expand_depthwise" not in cg.rules
+
+
 def test_lone_nchw_depthwise_uses_the_default_loop(rng):
     x, dw = f32(rng, 1, 16, 10, 10), f32(rng, 16, 1, 1, 3, 3)
     b = G()

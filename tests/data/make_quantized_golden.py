@@ -167,6 +167,16 @@ out["net_q_y"] = net(mge.tensor(x_eval)).numpy()
 
 
 
+# -- one quantized operand: the other is converted to its dtype (ints: stored as they are)
+mq32 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint32(0.5))
+mq8 = mge.tensor(np.array([10.0, -4.0, 3.3], np.float32)).astype(D.qint8(0.5))
+mf = mge.tensor(np.array([5.0, 1.25, -0.75], np.float32))
+out["mix_q32_plus_f"] = raw(mq32 + mf)
+out["mix_f_plus_q32"] = raw(mf + mq32)
+out["mix_q32_plus_int"] = raw(mq32 + 1)
+out["mix_q32_plus_float"] = raw(mq32 + 1.5)
+out["mix_q8_plus_i32"] = raw(mq8 + mge.tensor(np.array([5, 1, -2], np.int32)))
+
 # -- BatchMatMulActivation, float and converted ----------------------------------------------
 class BmmNet(M.Module):
     def __init__(self):

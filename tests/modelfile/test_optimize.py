@@ -85,8 +85,6 @@ def test_unsupported_optimization_flags_are_refused(rng, tmp_path):
     f = _traced(ConvNet().eval(), (1, 3, 32, 32), rng)
     with pytest.raises(NotImplementedError, match="enable_weight_preprocess"):
         f.dump(tmp_path / "x.mge", enable_weight_preprocess=True)
-    with pytest.raises(NotImplementedError, match="enable_hwcd4: NHWCD4"):
-        f.dump(tmp_path / "x.mge", enable_hwcd4=True)
     f.dump(tmp_path / "x.mge", optimize_for_inference=False, enable_hwcd4=True)  # ignored
 
 

@@ -1,7 +1,8 @@
 """optimize_for_inference's layout options: enable_nchw88 (x86 AVX) and enable_nchw44 /
 enable_nchw44_dot (ARM) re-lay-out the graph (megtrace.relay_bridge.nchwxx, tested
 alone here); enable_fuse_conv_bias_with_z and the CUDA layouts nchw4/nchw32/chwn4/nchw64
-only fuse conv+bias on float graphs, as real MegEngine 1.13 does; enable_hwcd4 is refused.
+only fuse conv+bias on float graphs, as real MegEngine 1.13 does (enable_hwcd4:
+test_optimize_hwcd4.py).
 Checked against real MegEngine's dumps of the same models
 (tests/data/megengine_optimize_options.json) and run in the real MegEngine Lite 1.13."""
 import collections
@@ -151,11 +152,6 @@ def test_nchw64_refuses_grouped_convolutions_like_megengine():
         dumped("mobilenet_v2", "enable_nchw64")
     assert counts(dumped("resnet", "enable_nchw64")) == \
         counts(dumped("resnet", "enable_fuse_conv_bias_nonlinearity"))
-
-
-def test_hwcd4_is_refused():
-    with pytest.raises(NotImplementedError, match="NHWCD4.*not written"):
-        dumped("convnet", "enable_hwcd4")
 
 
 # -- running the files ---------------------------------------------------------------------

@@ -165,11 +165,3 @@ def test_convnet_real_dumps_metadata_and_load_graph(option):
     io_ = np.load(DATA / "convnet2_io.npz")
     (got,) = load_graph(path).run(io_["data"]).values()
     assert rel_err(got, io_["out"]) <= (1e-2 if "16" in option else 1e-5)
-
-
-def test_real_hwcd4_dump_is_refused_naming_the_opr():
-    """enable_hwcd4 (NHWCD4 between RelayoutFormat oprs) is not read yet: refused as a
-    MegEngine operator megtrace lacks (not as a corrupt file)."""
-    from megtrace.errors import UnsupportedModelError
-    with pytest.raises(UnsupportedModelError, match="RelayoutFormat"):
-        load_graph(DATA / "convnet2_enable_hwcd4.mge")

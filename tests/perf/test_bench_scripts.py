@@ -85,3 +85,15 @@ def test_tuner_picks_reads_the_best_record_of_each_workload(tmp_path):
     assert pick["name"] == "softmax" and pick["kept"] is True
     assert abs(pick["best_us"] - 100.0) < 1e-6
     assert pick["picks"] == "tile 16x8, parallel 16, unroll_explicit 64"
+
+
+def test_bench_replay_smoke():
+    """bench/bench_replay.py on the demo net: it checks that the replay before the
+    compiled run, the run beside it and without_host agree, and prints every figure."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_replay.py"), "--models", "demo", "--ops", "20",
+         "--rounds", "2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "per-op: 20 x F.relu" in proc.stdout
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("demo:")]
+    assert "MEGTRACE_REPLAY_OVERLAP=0" in line and "beside it (=1)" in line, line

@@ -1,0 +1,198 @@
+"""An expanding 1x1 conv and the 3x3 depthwise conv it feeds, as one kernel (MobileNet).
+
+In an inverted-residual block the 1x1 conv writes a 6x wider activation that the
+depthwise conv reads right back: at 112x112 that is 4.8 MB each way, so both kernels
+wait on memory (in a model run the pair took 2-3x its warm time). Here, per channel
+block and strip of R output rows, the 1x1 conv computes the R*s + 2 expanded rows the
+strip needs into a buffer that stays in cache (register tiles of `reg1` columns x 16
+channels, its epilogue applied on the way), and the depthwise conv reads them from
+there; the expanded tensor never exists. The 1x1 conv reads the input at clamped
+coordinates without guards (a guard per tap cost 2x on 14x14 layers) and the
+epilogue stage writes zeros where the depthwise conv's padding is. Neighbouring
+strips recompute their 2 halo rows (2 / (R*s) more 1x1 work). Measured alone with
+caches flushed between calls (1 thread, CPU time; a guarded first version): 16->96 @112
+stride 2 0.65 ms vs 1.21 ms for the two kernels, 24->144 @56 0.54 vs 0.61 ms.
+
+The expanded rows are indexed (strip, row in strip), so that each strip's buffer is
+its own (a rolling buffer over overlapping rows would make the rows' block iterator
+opaque, and the register tile could not be reordered).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .._tvm import tvm
+from .epilogue import Epilogue, blocked_output
+from .layout import BLOCK, blocks
+from .primfunc import parallel_if, scheduled_func, vectorize_inner
+
+ENV = "MEGTRACE_EXPAND_DEPTHWISE"      # 0/off: always two kernels
+REG1_CHOICES = (14, 16, 12, 13, 15, 11, 10, 9, 8)    # 1x1 register tile widths, preferred first
+STRIP_BYTES = 160 << 10                               # expanded rows per strip: L2-sized
+# Below this size the expanded tensor stays in cache between the two kernels and
+# fusing gains nothing: MobileNetV2 in a model run, 1 thread, CPU time, separate ->
+# fused: 112x112 stride 2 0.73 -> 0.42-0.46 ms, 56x56 stride 1 0.45 -> 0.34-0.36 ms,
+# stride 2 0.28 -> 0.29 ms; 28x28 0.24 -> 0.24 ms, 14x14 0.44 -> 0.45 ms, 7x7 (the
+# tile wastes 2 of 9 columns) 0.56 -> 0.70 ms.
+MIN_EXPANDED_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class PairShape:
+    """x (n, c, h, w) -> 1x1 conv to e channels -> 3x3 depthwise, padding 1, stride s."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    e: int
+    stride: int
+
+    @property
+    def oh(self) -> int:
+        return (self.h - 1) // self.stride + 1
+
+    @property
+    def ow(self) -> int:
+        return (self.w - 1) // self.stride + 1
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.n, blocks(self.e), self.oh, self.ow, BLOCK)
+
+    @property
+    def macs(self) -> int:
+        return self.n * self.e * (self.c * self.h * self.w + 9 * self.oh * self.ow)
+
+
+@dataclass(frozen=True)
+class Tiling:
+    rows: int        # R output rows per strip
+    reg: int         # depthwise tile columns
+    owp: int         # depthwise columns computed (>= ow, a multiple of reg)
+    reg1: int        # 1x1 tile columns; divides the expanded row width
+
+    def width(self, s: int) -> int:
+        return (self.owp - 1) * s + 3
+
+
+def tiling(shape: PairShape) -> Tiling | None:
+    """Strip height and tile widths: the fewest wasted columns, then the tallest strip
+    whose expanded rows fit STRIP_BYTES; None when no width fits."""
+    s, best = shape.stride, None
+    for owp in range(shape.ow, shape.ow + 9):
+        for reg in (4, 2, 7, 3):
+            if owp % reg:
+                continue
+            w2 = (owp - 1) * s + 3
+            reg1 = next((r for r in REG1_CHOICES if w2 % r == 0), None)
+            if reg1 is not None and (best is None or owp < best[0]):
+                best = (owp, reg, reg1)
+        if best is not None:
+            break
+    if best is None:
+        return None
+    owp, reg, reg1 = best
+    w2 = (owp - 1) * s + 3
+    fits = [r for r in range(1, shape.oh + 1) if shape.oh % r == 0
+            and (r * s + 2) * w2 * BLOCK * 4 <= STRIP_BYTES]
+    return Tiling(max(fits), reg, owp, reg1) if fits else None
+
+
+def mode() -> str:
+    """"on" (the default) or "off", from MEGTRACE_EXPAND_DEPTHWISE."""
+    value = os.environ.get(ENV, "1").strip().lower()
+    return "off" if value in ("0", "off", "false", "no") else "on"
+
+
+def applies(shape: PairShape) -> bool:
+    """Stride 1 or 2, a tiling exists, and the expanded tensor would leave the cache."""
+    if mode() == "off":
+        return False
+    expanded = shape.n * blocks(shape.e) * BLOCK * shape.h * shape.w * 4
+    return shape.stride in (1, 2) and expanded >= MIN_EXPANDED_BYTES \
+        and tiling(shape) is not None
+
+
+def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
+                     second: Epilogue | None = None):
+    """Scheduled PrimFunc (x blocked, 1x1 weight (E/16, C/16, 1, 1, 16, 16), *first's
+    vectors, depthwise weight (E/16, 3, 3, 16), *second's vectors, out blocked).
+    Epilogues with tensor operands are not taken (lower.py checks)."""
+    te, t = tvm().te, tvm().tirx
+    first, second = first or Epilogue(), second or Epilogue()
+    til = tiling(shape)
+    if til is None:
+        raise ValueError(f"expand_depthwise: no tiling for {shape}")
+    s, (h, w) = shape.stride, (shape.h, shape.w)
+    cb, eb = blocks(shape.c), blocks(shape.e)
+    r_rows, w2 = til.rows * s + 2, til.width(s)
+    x = te.placeholder((shape.n, cb, h, w, BLOCK), "float32", name="x")
+    w1 = te.placeholder((eb, cb, 1, 1, BLOCK, BLOCK), "float32", name="w1")
+    v1, _ = first.placeholders((eb, BLOCK), ())
+    wd = te.placeholder((eb, 3, 3, BLOCK), "float32", name="wd")
+    v2, _ = second.placeholders((eb, BLOCK), ())
+    v2 = [te.placeholder(v.shape, "float32", name=f"u{i}") for i, v in enumerate(v2)]
+    ico, ici = te.reduce_axis((0, cb), "ico"), te.reduce_axis((0, BLOCK), "ici")
+    zero = t.const(0.0, "float32")
+
+    def row(yo, r):                     # the padded input row of a strip's r-th row
+        return yo * (til.rows * s) + r
+
+    def inside(y, z):
+        return t.all(y >= 1, y <= h, z >= 1, z <= w)
+
+    def x_at(b, y, z):     # clamped, unguarded: `mid` zeroes the padding positions
+        return x[b, ico, t.min(t.max(y - 1, 0), h - 1), t.min(t.max(z - 1, 0), w - 1), ici]
+    strips = (shape.n, eb, shape.oh // til.rows, r_rows, w2, BLOCK)
+    raw = te.compute(strips, lambda b, k, yo, r, z, ki: te.sum(
+        x_at(b, row(yo, r), z) * w1[k, ico, 0, 0, ici, ki], axis=[ico, ici]), name="raw")
+    mid = te.compute(strips, lambda b, k, yo, r, z, ki: te.if_then_else(
+        inside(row(yo, r), z),
+        first.apply(raw[b, k, yo, r, z, ki], lambda q: v1[q][k, ki], None), zero), name="mid")
+    rh, rw = te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw")
+    dw = te.compute((shape.n, eb, shape.oh, til.owp, BLOCK), lambda b, k, y, z, ki: te.sum(
+        mid[b, k, y // til.rows, (y % til.rows) * s + rh, z * s + rw, ki] * wd[k, rh, rw, ki],
+        axis=[rh, rw]), name="dw")
+    out = blocked_output(dw, shape.out_shape, shape.e, second, v2, [])
+
+    def schedule(sch):
+        d = sch.get_sblock("dw")
+        b, k, y, z, ki, r0, r1 = sch.get_loops(d)
+        yo, yi = sch.split(y, [None, til.rows])
+        zo, zi = sch.split(z, [None, til.reg])
+        sch.reorder(b, k, yo, yi, zo, r0, r1, zi, ki)
+        par = sch.fuse(b, k, yo)
+        parallel_if(sch, par, shape.macs)
+        sch.set_scope(d, 0, "local")
+        o = sch.get_sblock("out")
+        sch.reverse_compute_at(o, zo)
+        sch.vectorize(ki)
+        sch.unroll(zi)
+        sch.unroll(r1)
+        sch.unroll(r0)
+        init = sch.decompose_reduction(d, r0)
+        vectorize_inner(sch, init, zo)
+        vectorize_inner(sch, o, zo)
+        m = sch.get_sblock("mid")
+        sch.compute_at(m, par)
+        mc, mk = sch.get_loops(m)[-2:]
+        c_o, c_i = sch.split(mc, [None, til.reg1])
+        rb = sch.get_sblock("raw")
+        sch.compute_at(rb, c_o)
+        loops = sch.get_loops(rb)
+        col, kk, reds = loops[-4 if cb > 1 else -3], loops[-3 if cb > 1 else -2], \
+            loops[-2:] if cb > 1 else loops[-1:]
+        sch.reorder(*reds, col, kk)
+        sch.set_scope(rb, 0, "local")                  # the reg1 x 16 accumulator tile
+        sch.vectorize(kk)
+        sch.unroll(col)
+        rinit = sch.decompose_reduction(rb, reds[0])
+        il = sch.get_loops(rinit)[-2:]
+        sch.vectorize(il[-1])
+        sch.unroll(il[0])
+        sch.vectorize(mk)
+        sch.unroll(c_i)
+
+    return scheduled_func([x, w1, *v1, wd, *v2, out], schedule, "expand_depthwise_nchw16c")

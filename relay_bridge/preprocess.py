@@ -1,0 +1,37 @@
+"""MegEngine's FuseWarpPerspectiveDimshufflePass (optimize_for_inference's
+enable_fuse_preprocess) on a megtrace graph: a WarpPerspective of a uint8 NCHW image read
+only by a TypeCvt to float32 becomes one WarpPerspective whose output dtype is float32 --
+the interpolated values written as floats, not rounded to uint8 first (megdnn's naive
+kernel_dimshuffle_typecvt), as MegEngine's fused opr computes them.
+
+MegEngine 1.13 (src/gopt/impl/fuse_nchw4_int8_preprocess.cpp) also fuses an NHWC warp
+with the Dimshuffle to NCHW after it (format NHWC_NCHW; megtrace's warp_perspective is
+NCHW only) and, for quantized int8 NCHW4 graphs, RelayoutFormat and the
+FuseNCHW4Int8Preprocess patterns (float graphs have none of them)."""
+from __future__ import annotations
+
+import collections
+
+from megtrace.ir import Graph
+from megtrace.ops import get
+
+
+def fuse_warp_typecvt(graph: Graph) -> Graph:
+    """The graph with every uint8 warp_perspective + astype(float32) pair fused."""
+    readers: collections.Counter = collections.Counter(v for n in graph.nodes for v in n.inputs)
+    readers.update(graph.outputs)
+    warp, astype = get("warp_perspective"), get("astype")
+    producer = {v: n for n in graph.nodes for v in n.outputs}
+
+    def rule(node, ins, new, remap):
+        if node.op is not astype or node.kwargs.get("dtype") != "float32":
+            return None
+        src = producer.get(node.inputs[0])
+        if src is None or src.op is not warp or readers[node.inputs[0]] != 1 or \
+                src.inputs[0].type.dtype != "uint8" or src.kwargs.get("dtype") is not None:
+            return None
+        warp_ins = [remap.get(v, v) for v in src.inputs]
+        return new.add_node(warp, warp_ins, {**src.kwargs, "dtype": "float32"},
+                            node.outputs[0].name_hint)
+
+    return graph.rewrite(rule)
