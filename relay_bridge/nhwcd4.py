@@ -2,8 +2,9 @@
 convolutions and what follows them compute in the NHWCD4 image layout (N, H, C/4, W, 4),
 RelayoutFormat oprs at its edges.
 
-Following MegEngine 1.13 (src/gopt/impl/inference.cpp, make_nhwcd4_converter), after its
-PaddingChannelPass to multiples of 4 (padding_channel.py):
+Following MegEngine 1.13 (src/gopt/impl/inference.cpp, make_nhwcd4_converter; the
+PaddingChannelPass MegEngine runs before it has no convolution rule for NHWCD4, so no
+channel is padded):
 - a convolution of an NCHW input is converted when its output channels per group are a
   multiple of 4 and (dense, or) its input channels per group are too -- the input goes
   through RelayoutFormat NCHW_NHWCD4I, which pads a 3-channel image to 4; a depthwise
@@ -17,7 +18,9 @@ PaddingChannelPass to multiples of 4 (padding_channel.py):
   along the NHWCD4 axis; everything else gets NCHW inputs (RelayoutFormat NHWCD4I_NCHW),
   and so do the graph's outputs.
 Weights, biases and other constants are re-laid-out here (MegEngine's ParamFuse); the
-writer stores the convolutions' ones with the Image2DPack4 format."""
+writer stores the convolutions' ones with the Image2DPack4 format. MegEngine hands an NHWCD4
+value as it is to oprs its pass does not list (AdaptivePooling, ...) and then fails
+(tests/data/megengine_layout_models.json, BlockNet); megtrace gives them NCHW inputs."""
 from __future__ import annotations
 
 from megtrace.ir import Graph, Var
@@ -151,6 +154,5 @@ class _Rewriter:
 
 
 def convert_to_nhwcd4(graph: Graph) -> Graph:
-    """The graph with MegEngine's NHWCD4 layout (channels padded to multiples of 4 first,
-    as MegEngine's PaddingChannelPass does, by the caller)."""
+    """The graph with MegEngine's NHWCD4 layout."""
     return _Rewriter(graph).run()

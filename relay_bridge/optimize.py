@@ -298,7 +298,7 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
         pack = 8 if layout == "nchw88" else 4
         fused = convert_to_nchwxx(pad_channels(fused, pack), pack)
     elif layout == "nhwcd4":
-        fused = convert_to_nhwcd4(pad_channels(fused, 4))
+        fused = convert_to_nhwcd4(fused)     # (MegEngine's PaddingChannelPass pads nothing)
     elif layout == "nchw64":
         _check_nchw64(fused)
     options = (FUSE_CONV_BIAS_NONLINEARITY if fuse_conv_bias_nonlinearity else 0) | \

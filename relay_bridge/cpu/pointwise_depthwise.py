@@ -8,10 +8,10 @@ strip needs into a buffer that stays in cache (register tiles of `reg1` columns 
 channels, its epilogue applied on the way), and the depthwise conv reads them from
 there; the expanded tensor never exists. The 1x1 conv reads the input at clamped
 coordinates without guards (a guard per tap cost 2x on 14x14 layers) and the
-epilogue stage writes zeros where the depthwise conv's padding is. Neighbouring strips recompute their 2 halo
-rows (2 / (R*s) more 1x1 work). Measured alone with caches flushed between calls
-(1 thread, CPU time): 16->96 @112 stride 2 0.65 ms vs 1.21 ms for the two kernels,
-24->144 @56 0.54 vs 0.61 ms.
+epilogue stage writes zeros where the depthwise conv's padding is. Neighbouring
+strips recompute their 2 halo rows (2 / (R*s) more 1x1 work). Measured alone with
+caches flushed between calls (1 thread, CPU time; a guarded first version): 16->96 @112
+stride 2 0.65 ms vs 1.21 ms for the two kernels, 24->144 @56 0.54 vs 0.61 ms.
 
 The expanded rows are indexed (strip, row in strip), so that each strip's buffer is
 its own (a rolling buffer over overlapping rows would make the rows' block iterator

@@ -17,7 +17,8 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _sigmoid(x):
-    return np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))))
+    e = np.exp(-np.abs(x))                     # never overflows
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 REFS = {

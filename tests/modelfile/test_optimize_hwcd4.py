@@ -24,7 +24,7 @@ from megtrace.ops.nhwcd4 import from_cd4, to_cd4, weight_from_cd4, weight_to_cd4
 from megtrace.relay_bridge.nhwcd4 import convert_to_nhwcd4
 
 from .mge_summary import counts
-from .optimize_models import MODELS, dumped, traced
+from .optimize_models import LAYOUT_GOLDEN, MODELS, dumped, traced
 
 OPT = TESTS / "data" / "megengine_optimize"
 HW = TESTS / "data" / "megengine_hwcd4"
@@ -145,6 +145,32 @@ def test_hwcd4_matches_megengine(name):
     if name == "convnet":   # (the zoo models' float32 dumps differ already: see the README)
         assert ours == real
         assert _image_tensors(data, False) == _image_tensors(real_data, False)
+
+
+def test_odd_channels_are_not_padded_and_stay_nchw():
+    """MegEngine's PaddingChannelPass pads nothing for NHWCD4: PadNet (6 and 10 channels, a
+    depthwise convolution of an NCHW input, grouped 10 -> 12) keeps every opr NCHW, as in
+    MegEngine's dump of it."""
+    real = counts((OPT / "padnet_enable_hwcd4.mge").read_bytes())
+    ours = counts(dumped("padnet", "enable_hwcd4"))
+    assert ours == counts(dumped("padnet", "enable_fuse_conv_bias_nonlinearity"))
+    assert not any(k.startswith(("RelayoutFormat", "MultipleDeviceTensorWithFormatHolder"))
+                   or "NHWCD4" in k for k in real)
+    assert _layout_oprs(ours) == _layout_oprs(real)
+    _, x, want = traced("padnet")
+    (got,) = load_graph(io.BytesIO(dumped("padnet", "enable_hwcd4"))).run(x).values()
+    assert rel_err(got, want) <= 1e-5
+
+
+def test_oprs_megengine_fails_on_get_nchw_inputs():
+    """MegEngine hands an NHWCD4 value to AdaptivePooling/Resize as it is and then fails
+    (BlockNet); megtrace relayouts it back to NCHW first and computes the model."""
+    assert "IMAGE2D_PACK4" in LAYOUT_GOLDEN["blocknet"]["enable_hwcd4"]["error"]
+    data = dumped("blocknet", "enable_hwcd4")
+    assert counts(data)["RelayoutFormat mode=NHWCD4I_NCHW"] >= 1
+    _, x, want = traced("blocknet")
+    (got,) = load_graph(io.BytesIO(data)).run(x).values()
+    assert rel_err(got, want) <= 1e-5
 
 
 @pytest.mark.parametrize("name", MODELS)
