@@ -6,6 +6,7 @@ reported at once as UnsupportedOpError.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -154,10 +155,30 @@ def _leaky(g, call, a, out):
     return _node(g, "leaky_relu", a, negative_slope=float(call.attrs.alpha))
 
 
+# float16 convolutions/matrix products with float32 sums lower as op(out_dtype=float32)
+# followed by astype(float16): the lifted op (compute_mode FLOAT32) gives float16, widened
+# for the Relax value's float32; the astype back to float16 then takes the op's own result
+_WIDENED: "weakref.WeakKeyDictionary[Var, Var]" = weakref.WeakKeyDictionary()
+
+
+def _float32_sums(name: str, g, ins, out, out_dtype, **params) -> list:
+    """`name` on float16 inputs with float32 accumulation when Relax asked for a float32
+    result of them (MegEngine's compute_mode FLOAT32), else the plain op."""
+    if str(out_dtype) == "float32" and ins[0].type.dtype == "float16":
+        (narrow,) = _node(g, name, ins, compute_mode="FLOAT32", **params)
+        (wide,) = _node(g, "astype", [narrow], dtype="float32")
+        _WIDENED[wide] = narrow
+        return [wide]
+    return _node(g, name, ins, **params)
+
+
 @converter("astype")
 def _astype(g, call, a, out):
     if a[0].type.dtype == out.dtype:   # argmax's int64 -> int32 when arg_reduce gave int32
         return [a[0]]
+    narrow = _WIDENED.get(a[0])
+    if narrow is not None and narrow.type.dtype == out.dtype:
+        return [narrow]
     return _node(g, "astype", a, dtype=out.dtype)
 
 
@@ -182,8 +203,9 @@ def _conv2d(g, call, a, out):
     if groups > 1:
         oc, icg, kh, kw = w.type.shape
         w = _node(g, "reshape", [w], shape=(groups, oc // groups, icg, kh, kw))[0]
-    return _node(g, "conv2d", [x, w], stride=_ints(at.strides),
-                 padding=_symmetric("conv2d", at.padding), dilation=_ints(at.dilation))
+    return _float32_sums("conv2d", g, [x, w], out, at.out_dtype, stride=_ints(at.strides),
+                         padding=_symmetric("conv2d", at.padding),
+                         dilation=_ints(at.dilation))
 
 
 @converter("nn.max_pool2d", "nn.avg_pool2d")
@@ -215,7 +237,7 @@ def _layer_norm(g, call, a, out):
 
 @converter("matmul")
 def _matmul(g, call, a, out):
-    return _node(g, "matmul", a)
+    return _float32_sums("matmul", g, a, out, call.attrs.out_dtype)
 
 
 # -- shapes ---------------------------------------------------------------------------

@@ -78,6 +78,27 @@ class _Rewriter:
     def const(self, v: Var):
         return self.new.consts.get(v)
 
+    def _dims(self, v: Var, picks: tuple) -> Var:
+        """A run-time shape for a reshape of v: each pick is an axis of v's shape (read by
+        GetVarShape/Subtensor, so the file keeps any batch size, as MegEngine's relayouts
+        do), (axis, factor) for that dimension times a constant, or an np.int32 constant."""
+        (shape,) = self.new.add_node(get("shape_of"), [v])
+        parts = []
+        for pick in picks:
+            if isinstance(pick, np.integer):
+                parts.append(self.new.add_const(np.array(pick, np.int32)))
+                continue
+            axis, factor = pick if isinstance(pick, tuple) else (pick, 1)
+            (dim,) = self.new.add_node(get("subtensor"), [shape],
+                                       {"index": ((0, None, None, None, axis),)})
+            if factor != 1:
+                # its own opr, as in MegEngine's file (not merged with an equal index)
+                factor_var = self.new.add_const(np.array(factor, np.int32), "nchwxx_pack")
+                (dim,) = self.new.add_node(get("mul"), [dim, factor_var])
+            parts.append(dim)
+        (out,) = self.new.add_node(get("make_shape"), parts)
+        return out
+
     def nchw(self, v: Var) -> Var:
         """v as NCHW (Dimshuffle + Reshape when it is blocked)."""
         if v not in self.blocked:
@@ -85,8 +106,9 @@ class _Rewriter:
         if v not in self._nchw:
             n, cb, h, w, p = v.type.shape
             (t,) = self.new.add_node(get("transpose"), [v], {"pattern": (0, 1, 4, 2, 3)})
-            (self._nchw[v],) = self.new.add_node(get("reshape"), [t], {"shape": (n, cb * p, h, w)},
-                                                 v.name_hint)
+            shape = self._dims(t, (0, (1, p), 3, 4))
+            (self._nchw[v],) = self.new.add_node(get("reshape"), [t, shape],
+                                                 {"shape": (n, cb * p, h, w)}, v.name_hint)
         return self._nchw[v]
 
     def block(self, v: Var) -> Var:
@@ -99,7 +121,8 @@ class _Rewriter:
                 out = self.new.add_const(to_blocked(value, self.p), v.name_hint)
             else:
                 n, c, h, w = v.type.shape
-                (r,) = self.new.add_node(get("reshape"), [v],
+                shape = self._dims(v, (0, np.int32(c // self.p), np.int32(self.p), 2, 3))
+                (r,) = self.new.add_node(get("reshape"), [v, shape],
                                          {"shape": (n, c // self.p, self.p, h, w)})
                 (out,) = self.new.add_node(get("transpose"), [r], {"pattern": (0, 1, 3, 4, 2)},
                                            v.name_hint)

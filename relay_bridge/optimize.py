@@ -24,6 +24,7 @@ from .lower import emit_node, to_relax
 from .nchwxx import convert_to_nchwxx
 from .nhwcd4 import convert_to_nhwcd4
 from .padding_channel import pad_channels
+from .param_redistribute import redistribute_params
 from .preprocess import fuse_warp_typecvt
 from .shape_cut import split as split_shape_arithmetic
 
@@ -178,26 +179,6 @@ def _bias_before_bn(mod):
     return tvm().IRModule({"main": rewrite_call(pattern, rewrite, mod["main"])})
 
 
-def _merge_constant_adds(g: Graph) -> Graph:
-    """add(add(x, c1), c2) -> add(x, c1 + c2): BatchNorm folding leaves the conv bias and
-    the BN shift as two adds."""
-    users, producer, outputs = g.users(), g.producers(), set(g.outputs)
-    add = get("add")
-
-    def rule(node, ins, new, remap):
-        inner = producer.get(node.inputs[0]) if node.op is add else None
-        if inner is None or inner.op is not add or node.inputs[1] not in g.consts or \
-                inner.inputs[1] not in g.consts or len(users.get(node.inputs[0], [])) != 1 or \
-                node.inputs[0] in outputs:
-            return None
-        total = g.consts[inner.inputs[1]] + g.consts[node.inputs[1]]
-        merged = [remap.get(inner.inputs[0], inner.inputs[0]),
-                  new.add_const(total, inner.inputs[1].name_hint)]
-        return new.add_node(add, merged, {}, node.outputs[0].name_hint)
-
-    return g.rewrite(rule)
-
-
 def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
     """MegEngine's arithmetic fusion on the lifted graph: add+relu -> FUSE_ADD_RELU,
     mul+add -> FUSE_MUL_ADD3, and (with fuse_conv_bias) conv+bias[+relu] -> ConvBias."""
@@ -207,9 +188,27 @@ def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
     def single_use(v):
         return len(users.get(v, [])) == 1 and v not in outputs
 
+    def conv_with_tensor_bias(node):
+        """(conv node, bias var) for add(conv(x), t) with t a tensor of the output's shape,
+        MegEngine's ConvBias with a full bias (a residual)."""
+        if node.op is not add or node.inputs[0] in g.consts or node.inputs[1] in g.consts:
+            return None
+        for mine, other in ((0, 1), (1, 0)):
+            base = producer.get(node.inputs[mine])
+            if base is not None and base.op is conv and single_use(node.inputs[mine]) and \
+                    node.inputs[other].type.shape == node.outputs[0].type.shape:
+                return base, node.inputs[other]
+        return None
+
     def rule(node, ins, new, remap):
         def mapped(vs):
             return [remap.get(v, v) for v in vs]
+        residual = conv_with_tensor_bias(node) if fuse_conv_bias else None
+        if residual is not None:
+            base, bias = residual
+            return new.add_node(get("conv_bias"), mapped(list(base.inputs) + [bias]),
+                                {**base.kwargs, "nonline": "IDENTITY"},
+                                node.outputs[0].name_hint)
         first = producer.get(node.inputs[0]) if node.inputs else None
         if first is None or not single_use(node.inputs[0]):
             return None
@@ -286,7 +285,7 @@ def optimize_for_inference(graph: Graph, *, fuse_conv_bias_nonlinearity: bool = 
     with t.transform.PassContext(opt_level=3):
         mod = passes(mod)
     lifted = lift(mod, list(graph.input_names), list(graph.output_names), names, kept)
-    fused = _arith_fusion(_merge_constant_adds(lifted), bias_fusion)
+    fused = _arith_fusion(redistribute_params(lifted), bias_fusion)
     if fuse_grain:
         fused = _fold_global_pooling(fused)
     if shape_cut is not None:

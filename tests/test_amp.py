@@ -237,3 +237,41 @@ def test_traced_amp_step_equals_eager():
         # (conv.bias's gradient is float16 noise around 0: BatchNorm removes it)
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-3, atol=1e-3,
                                    err_msg=k)
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_autocast_dump_runs_in_lite_with_float32_sums(lite, tmp_path, optimize):
+    """Dumped under autocast, convolutions and matrix products keep compute_mode FLOAT32
+    (as MegEngine writes them), so Lite's float16 kernels sum in float32 and agree with
+    megtrace's eager result exactly."""
+    from megtrace.fbs.reader import read_model
+    from megtrace.jit import trace
+    conv, fc = M.Conv2d(3, 8, 3, padding=1), M.Linear(8 * 36, 5)
+
+    @amp.autocast()
+    def f(x):
+        return fc(F.flatten(F.relu(conv(x)), 1)).astype("float32")
+
+    x = RNG.random((2, 3, 6, 6)).astype(np.float32)
+    want = f(mge.tensor(x)).numpy()
+    traced = trace(f, symbolic=True, capture_as_const=True)
+    traced(mge.tensor(x))
+    path = tmp_path / "amp.mge"
+    traced.dump(str(path), arg_names=["x"], output_names=["y"],
+                optimize_for_inference=optimize)
+    modes = {o.type: dict(o.params)[o.type if o.type == "Convolution" else "MatrixMul"]
+             ["compute_mode"] for o in read_model(path.read_bytes()).oprs
+             if o.type in ("Convolution", "MatrixMulV2")}
+    assert modes == {"Convolution": "FLOAT32", "MatrixMulV2": "FLOAT32"}
+    np.testing.assert_array_equal(lite.run_model(path, {"x": x})["y"], want)
+
+
+def test_group_norm_runs_in_high_precision_under_autocast():
+    x = RNG.standard_normal((2, 4, 3, 3)).astype(np.float16)
+    gn = M.GroupNorm(2, 4)
+    with amp.autocast():
+        y = gn(mge.tensor(x))
+    assert y.dtype == np.float32
+    g = x.astype(np.float32).reshape(2, 2, -1)
+    ref = ((g - g.mean(2, keepdims=True)) / np.sqrt(g.var(2, keepdims=True) + 1e-5))
+    np.testing.assert_allclose(y.numpy(), ref.reshape(x.shape), rtol=1e-5, atol=1e-5)

@@ -197,7 +197,20 @@ def test_batch_matmul_activation_float_and_converted_match_megengine():
     quantize(net)
     net.eval()
     assert type(net.bmm).__module__.endswith("quantized.batch_matmul_activation")
-    np.testing.assert_array_equal(net(x).numpy(), GOLD["bmm_q_y"])
+    # megtrace accumulates exactly; MegEngine's x86 BatchConvBias kernel (u8 x s8 pairs
+    # summed in int16) saturates on rare large products: at most one output step apart
+    # in a few places (our exact sum is checked against NumPy below)
+    y, want = net(x).numpy(), GOLD["bmm_q_y"]
+    step = D.get_scale(net.bmm.output_dtype)
+    np.testing.assert_allclose(y, want, atol=step * 1.01)
+    assert np.mean(y == want) > 0.95
+    xq = x.astype(net.quant.output_dtype).numpy().view(np.int8).astype(np.int64)
+    w = net.bmm.weight.numpy().view(np.int8).astype(np.int64)[..., 0, 0]
+    acc = np.einsum("noi,nik->nok", w, xq)
+    b = net.bmm.bias.numpy().reshape(1, -1, 1)
+    xs, ws = D.get_scale(net.quant.output_dtype), D.get_scale(net.bmm.weight.dtype)
+    ref = np.round(acc * np.float64(xs * ws) / step + np.round(b / (xs * ws)) * (xs * ws) / step)
+    np.testing.assert_allclose(y / step, np.clip(ref, -128, 127), atol=1.01)
 
 
 def test_one_quantized_operand_converts_the_other_as_megengine_does():
@@ -208,3 +221,16 @@ def test_one_quantized_operand_converts_the_other_as_megengine_does():
                       ("q32_plus_int", q32 + 1), ("q32_plus_float", q32 + 1.5),
                       ("q8_plus_i32", q8 + mge.tensor(np.array([5, 1, -2], np.int32)))):
         np.testing.assert_array_equal(raw(got), GOLD[f"mix_{name}"], err_msg=name)
+
+
+def test_quantized_pooling_and_nearest_resize_match_megengine():
+    x, ties = q("pool_x", D.qint8(0.1)), q("pool_ties", D.qint8(1.0))
+    for name, got in (("max", F.max_pool2d(x, 2)), ("avg", F.avg_pool2d(x, 3, 2, 1)),
+                      ("avg_incl", F.avg_pool2d(x, 3, 1, 1, mode="average")),
+                      ("adaptive_avg", F.adaptive_avg_pool2d(x, (2, 3))),
+                      ("adaptive_max", F.adaptive_max_pool2d(x, 2)),
+                      ("nearest", F.nn.interpolate(x, scale_factor=2, mode="nearest")),
+                      ("ties_avg", F.avg_pool2d(ties, 2)),
+                      ("ties_avg_pad", F.avg_pool2d(ties, 2, 2, 1))):
+        assert D.get_scale(got.dtype) == D.get_scale((ties if "ties" in name else x).dtype)
+        np.testing.assert_array_equal(raw(got), GOLD[f"pool_{name}"], err_msg=name)

@@ -174,3 +174,38 @@ def test_a_shared_submodule_keeps_both_names_and_unused_tensors_stay_out():
     loaded = pickle.loads(pickle.dumps(tm))
     assert loaded.a is loaded.b
     assert float(loaded(x, y).numpy()) == 5.0
+
+
+class Containers(M.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [M.Elemwise("ADD"), {"a": M.Elemwise("ADD"), "b": M.ReLU()}]
+        self.add = F.add                 # a functional kept as an attribute
+
+    def forward(self, x, y):
+        z = self.layers[0](x, y)
+        z = self.layers[1]["a"](z, y)
+        return self.add(self.layers[1]["b"](z), 1)
+
+
+def test_module_containers_and_function_attributes_trace_as_megengine():
+    x, y = mge.tensor([1.0, -5.0]), mge.tensor([2.0, 1.0])
+    tm = trace_module(Containers(), x, y)
+    assert isinstance(vars(tm.layers)["0"], M.Elemwise)
+    assert type(vars(tm.layers)["1"]).__name__ == "TracedModule"
+    assert isinstance(vars(tm.layers)["1"].b, M.ReLU)
+    np.testing.assert_array_equal(tm(x, y).numpy(), [6.0, 1.0])
+    calls = tm.graph.get_function_by_type(F.add).as_list()
+    assert len(calls) == 1                     # self.add(...) is a call of F.add
+    outer = trace_module(Outer(tm), x, y)
+    assert outer.inner.argspec is None and not outer.inner._is_top
+    np.testing.assert_array_equal(outer(x, y).numpy(), [6.0, 1.0])
+
+
+class Outer(M.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x, y):
+        return self.inner(x, y=y)

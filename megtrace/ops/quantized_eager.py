@@ -12,6 +12,8 @@ MegEngine's semantics, checked against real MegEngine 1.13 (tests/data/quantized
   stored integers (C wrap-around) when every quantized input has the same dtype, and keep
   it. matmul of two quantized inputs accumulates in int32: QuantizedS32 with the product
   of the scales.
+- Max/average pooling (adaptive too) and nearest resizing keep the dtype; averages of the
+  stored values are rounded half away from zero.
 - ConvBias / BatchConvBias / ConvolutionBackwardData (module.quantized): int32
   accumulation, the qint32 bias added, the nonlinearity applied, then converted to the
   output dtype like TypeCvt (`conv_bias`).
@@ -39,6 +41,8 @@ LAYOUT_OPS = frozenset({
 # integer arithmetic MegEngine's Elemwise/Reduce kernels run on quantized storage
 INTEGER_OPS = frozenset({"add", "sub", "neg", "relu", "maximum", "minimum", "fuse_add_relu"})
 _REDUCE_MODES = frozenset({"sum", "max", "min"})
+# pooling on stored values: max selects one; averages are rounded half away from zero
+POOL_OPS = frozenset({"pool2d", "adaptive_pool2d"})
 
 
 def mgb_meta(dtype) -> dict | None:
@@ -129,6 +133,8 @@ def run(op, arrays: list, kwargs: dict) -> tuple:
         outs = op.run_eager(plain, kwargs)
         return tuple(attach(o, qdtype) if o.dtype == np.dtype(qdtype.str) else o
                      for o in outs)
+    if name in POOL_OPS or (name == "resize" and kwargs.get("mode") == "nearest"):
+        return (_pool(op, arrays, kwargs),)
     if name in INTEGER_OPS or (name == "reduce" and kwargs.get("mode") in _REDUCE_MODES):
         if len(qdtypes) != len(arrays):
             raise TypeError(f"{name}: MegEngine does not mix quantized and non-quantized "
@@ -141,6 +147,18 @@ def run(op, arrays: list, kwargs: dict) -> tuple:
         f"{name} on quantized dtype {mgb_meta(qdtypes[0])['name']}: MegEngine has no such "
         "kernel; dequantize with astype('float32') first (or use the quantized "
         "functionals: F.quantized.conv_bias_activation, _elemwise_multi_type)")
+
+
+def _pool(op, arrays, kwargs) -> np.ndarray:
+    """Pooling / nearest resize of one quantized input: computed on the stored values in
+    float64 (exact), averages rounded half away from zero, the dtype kept."""
+    if len(arrays) != 1:
+        raise NotImplementedError(f"{op.name} on quantized dtypes takes one input")
+    arr = arrays[0]
+    meta = mgb_meta(arr.dtype)
+    values = op.run_eager([storage(arr).astype(np.float64)], kwargs)[0]
+    lo, hi = _RANGE[meta["name"]]
+    return attach(np.clip(round_half_away(values), lo, hi).astype(np.int64), arr.dtype)
 
 
 def _matmul(op, arrays, kwargs) -> np.ndarray:

@@ -34,7 +34,8 @@ def functional_modules() -> list:
     """megtrace.functional and its loaded submodules: their public functions are builtin."""
     return [m for name, m in sorted(sys.modules.items())
             if m is not None and (name == "megtrace.functional" or
-                                  name.startswith("megtrace.functional."))]
+                                  name.startswith("megtrace.functional.")) and
+            not name.rsplit(".", 1)[-1].startswith("_")]   # private helpers: not user API
 
 
 class Patcher:
@@ -131,11 +132,15 @@ class Patcher:
         tracer = self._tracer
         plain = object.__getattribute__
 
+        wrappers, originals = self._wrappers, self._originals
+
         def getattribute(module, name):
             value = plain(module, name)
             if isinstance(value, (Module, Tensor)) and tracer.recording_calls() and \
                     tracer.scopes and tracer.scope.module is module:
                 tracer.node_for(value)
+            elif inspect.isfunction(value) and originals.get(id(value)) is value:
+                return wrappers[id(value)]   # self.add = F.add: a call of F.add (MegEngine)
             return value
 
         return getattribute

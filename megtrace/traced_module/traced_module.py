@@ -270,6 +270,8 @@ class _Build:
         if isinstance(value, Module):
             builder = self.builders.get(id(value))
             return self.module(builder) if builder is not None else value
+        if _module_container(value):
+            return self._container(value)
         if isinstance(value, (list, tuple)):
             items = [self.convert(v) for v in value]
             if all(a is b for a, b in zip(items, value)):
@@ -284,6 +286,15 @@ class _Build:
             return out
         return value
 
+    def _container(self, value) -> "TracedModule":
+        """A list/dict of modules becomes a module holding them as attributes "0", "1", ...
+        or by key (MegEngine's module containers), so graphs fetch "layers.0"."""
+        container = TracedModule(False, {}, {})
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            setattr(container, str(key), self.convert(item))
+        return container
+
     def module(self, builder: Builder):
         if builder.built is not None:
             return builder.built
@@ -294,7 +305,8 @@ class _Build:
         tm = TracedModule(builder.is_top, builder.graphs, builder.out_defs)
         builder.built = tm
         tm.training = mod.training
-        tm.argspec = _forward_argspec(mod)
+        # only the top module converts keyword arguments (trace_module sets its argspec);
+        # a submodule is called from its caller's graph with the recorded structure
         for graph in builder.graphs.values():
             for expr in graph._exprs:
                 if isinstance(expr, GetAttr) and expr.inputs[0] is graph._inputs[0]:
@@ -329,6 +341,17 @@ class _Build:
             if isinstance(tm, TracedModule) and part not in vars(tm):
                 setattr(tm, part, self.convert(getattr(orig, part)))
             orig, tm = _get_attr_path(orig, part), _get_attr_path(tm, part)
+
+
+def _module_container(value) -> bool:
+    """A non-empty list/tuple/dict whose items are all modules or such containers."""
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        items = list(value)
+    elif isinstance(value, dict):
+        items = list(value.values())
+    else:
+        return False
+    return bool(items) and all(isinstance(v, Module) or _module_container(v) for v in items)
 
 
 def _holds_module(value) -> bool:

@@ -177,6 +177,20 @@ out["mix_q32_plus_int"] = raw(mq32 + 1)
 out["mix_q32_plus_float"] = raw(mq32 + 1.5)
 out["mix_q8_plus_i32"] = raw(mq8 + mge.tensor(np.array([5, 1, -2], np.int32)))
 
+# -- pooling and nearest resizing on qint8 (ties: sums of 4 values that are 2 mod 4) -----
+pq = mge.tensor(rng.uniform(-3, 3, (2, 3, 6, 6)).astype(np.float32)).astype(D.qint8(0.1))
+ties = mge.tensor(np.array([1, 1, -1, -1, 3, 3, -3, -3, 5, 1, 0, 0, 2, 0, 0, 0],
+                           np.float32).reshape(1, 1, 4, 4)).astype(D.qint8(1.0))
+out["pool_x"], out["pool_ties"] = raw(pq), raw(ties)
+out["pool_max"] = raw(F.max_pool2d(pq, 2))
+out["pool_avg"] = raw(F.avg_pool2d(pq, 3, 2, 1))
+out["pool_avg_incl"] = raw(F.avg_pool2d(pq, 3, 1, 1, mode="average"))
+out["pool_adaptive_avg"] = raw(F.adaptive_avg_pool2d(pq, (2, 3)))
+out["pool_adaptive_max"] = raw(F.adaptive_max_pool2d(pq, 2))
+out["pool_nearest"] = raw(F.nn.interpolate(pq, scale_factor=2, mode="nearest"))
+out["pool_ties_avg"] = raw(F.avg_pool2d(ties, 2))
+out["pool_ties_avg_pad"] = raw(F.avg_pool2d(ties, 2, 2, 1))
+
 # -- BatchMatMulActivation, float and converted ----------------------------------------------
 class BmmNet(M.Module):
     def __init__(self):

@@ -45,7 +45,19 @@ def traced(name: str):
             return net(data)
         infer(mge.tensor(x))
         _TRACED[name] = infer, x, want
+        _NETS[name] = net
     return _TRACED[name]
+
+
+_NETS: dict = {}
+
+
+def batch_of(name: str, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """(input, eager float32 output) of the model at another batch size than traced."""
+    traced(name)
+    x = np.random.default_rng(batch).normal(size=(batch,) + traced(name)[1].shape[1:])
+    x = x.astype(np.float32)
+    return x, _NETS[name](mge.tensor(x)).numpy()
 
 
 _DUMPS: dict = {}

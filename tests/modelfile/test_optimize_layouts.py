@@ -20,7 +20,7 @@ from megtrace.ops import get
 from megtrace.relay_bridge.nchwxx import convert_to_nchwxx
 
 from .mge_summary import counts, golden_counts
-from .optimize_models import GOLDEN, MODELS, dumped, traced
+from .optimize_models import GOLDEN, MODELS, batch_of, dumped, traced
 
 DATA = TESTS / "data" / "megengine_optimize"
 BLOCKED = ["enable_nchw88", "enable_nchw44", "enable_nchw44_dot", "enable_nchw44+enable_nchw88"]
@@ -122,8 +122,7 @@ def test_blocked_layout_matches_megengine(name, option):
     assert _blocked_weights(dumped(name, option)) == _golden_blocked_weights(GOLDEN[name][option])
     for sig in ("Dimshuffle", "Reshape", "RelayoutFormat"):
         assert ours[sig] - base[sig] == real[sig] - real_base[sig], sig
-    if name == "convnet":  # (the zoo models' float32 dumps differ already: see the README)
-        assert _float_oprs(ours) == _float_oprs(real)
+    assert _float_oprs(ours) == _float_oprs(real)
 
 
 @pytest.mark.parametrize("option", BLOCKED + BIAS_ONLY)
@@ -163,19 +162,23 @@ def lite_layouts(lite, tmp_path_factory):
         for option in ("enable_nchw88", "enable_nchw44", "enable_fuse_conv_bias_with_z"):
             path = tmp / f"{name}_{option}.mge"
             path.write_bytes(dumped(name, option))
-            jobs.append((path, {"data": traced(name)[1]}))
-            keys.append((name, option))
+            for batch in (1, 3):     # the file keeps any batch size, as MegEngine's does
+                x = traced(name)[1] if batch == 1 else batch_of(name, batch)[0]
+                jobs.append((path, {"data": x}))
+                keys.append((name, option, batch))
     return dict(zip(keys, lite.run_models(jobs)))
 
 
+@pytest.mark.parametrize("batch", [1, 3])
 @pytest.mark.parametrize("option", ["enable_nchw88", "enable_nchw44",
                                     "enable_fuse_conv_bias_with_z"])
 @pytest.mark.parametrize("name", MODELS)
-def test_layout_dump_runs_in_lite(lite_layouts, name, option):
-    result = lite_layouts[name, option]
+def test_layout_dump_runs_in_lite(lite_layouts, name, option, batch):
+    result = lite_layouts[name, option, batch]
     assert not isinstance(result, str), result
     (got,) = result.values()
-    assert rel_err(got, traced(name)[2]) <= 1e-4
+    want = traced(name)[2] if batch == 1 else batch_of(name, batch)[1]
+    assert rel_err(got, want) <= 1e-4
 
 
 @pytest.mark.parametrize("option", ["enable_nchw88", "enable_nchw44",
