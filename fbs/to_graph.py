@@ -461,12 +461,15 @@ def _resize(g, opr, ins, _):
 @rule("WarpPerspectiveV2")
 def _warp_perspective(g, opr, ins, _):
     f = _fields(opr)
-    if f.get("format") != "NCHW" or f.get("imode") != "LINEAR":
+    # (NHWC: MegEngine's x86 kernel interpolates in OpenCV's fixed point; megtrace does not)
+    if f.get("format") not in ("NCHW", "NHWC_NCHW") or f.get("imode") != "LINEAR":
         raise UnsupportedOpError(f"WarpPerspective format {f.get('format')} imode "
                                  f"{f.get('imode')} is not supported")
     out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpPerspective output size")
                 .reshape(-1))
     params = {"out": out, "border": f["bmode"], "border_val": float(f["border_val"])}
+    if f["format"] != "NCHW":
+        params["format"] = f["format"]
     if opr.output_dtype not in (None, ins[0].type.dtype):    # a fused TypeCvt (fuse_preprocess)
         if (ins[0].type.dtype, opr.output_dtype) != ("uint8", "float32"):
             raise UnsupportedModelError(f"WarpPerspective from {ins[0].type.dtype} to "

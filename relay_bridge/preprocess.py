@@ -2,12 +2,11 @@
 enable_fuse_preprocess) on a megtrace graph: a WarpPerspective of a uint8 NCHW image read
 only by a TypeCvt to float32 becomes one WarpPerspective whose output dtype is float32 --
 the interpolated values written as floats, not rounded to uint8 first (megdnn's naive
-kernel_dimshuffle_typecvt), as MegEngine's fused opr computes them.
-
-MegEngine 1.13 (src/gopt/impl/fuse_nchw4_int8_preprocess.cpp) also fuses an NHWC warp
-with the Dimshuffle to NCHW after it (format NHWC_NCHW; megtrace's warp_perspective is
-NCHW only) and, for quantized int8 NCHW4 graphs, RelayoutFormat and the
-FuseNCHW4Int8Preprocess patterns (float graphs have none of them)."""
+kern_naive_dimshuffle_typecvt), as MegEngine's fused opr computes them
+(src/gopt/impl/fuse_nchw4_int8_preprocess.cpp). Its NHWC pattern (an NHWC warp, a
+Dimshuffle to NCHW, the TypeCvt: format NHWC_NCHW) needs an NHWC warp, which megtrace's
+graphs do not have (`load_graph` reads the fused form); its other patterns end in a
+RelayoutFormat to quantized int8 NCHW4, which float graphs do not have."""
 from __future__ import annotations
 
 import collections
@@ -28,7 +27,8 @@ def fuse_warp_typecvt(graph: Graph) -> Graph:
             return None
         src = producer.get(node.inputs[0])
         if src is None or src.op is not warp or readers[node.inputs[0]] != 1 or \
-                src.inputs[0].type.dtype != "uint8" or src.kwargs.get("dtype") is not None:
+                src.inputs[0].type.dtype != "uint8" or src.kwargs.get("dtype") is not None or \
+                src.kwargs.get("format", "NCHW") != "NCHW":
             return None
         warp_ins = [remap.get(v, v) for v in src.inputs]
         return new.add_node(warp, warp_ins, {**src.kwargs, "dtype": "float32"},

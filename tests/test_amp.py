@@ -264,3 +264,14 @@ def test_autocast_dump_runs_in_lite_with_float32_sums(lite, tmp_path, optimize):
              if o.type in ("Convolution", "MatrixMulV2")}
     assert modes == {"Convolution": "FLOAT32", "MatrixMulV2": "FLOAT32"}
     np.testing.assert_array_equal(lite.run_model(path, {"x": x})["y"], want)
+
+
+def test_group_norm_runs_in_high_precision_under_autocast():
+    x = RNG.standard_normal((2, 4, 3, 3)).astype(np.float16)
+    gn = M.GroupNorm(2, 4)
+    with amp.autocast():
+        y = gn(mge.tensor(x))
+    assert y.dtype == np.float32
+    g = x.astype(np.float32).reshape(2, 2, -1)
+    ref = ((g - g.mean(2, keepdims=True)) / np.sqrt(g.var(2, keepdims=True) + 1e-5))
+    np.testing.assert_allclose(y.numpy(), ref.reshape(x.shape), rtol=1e-5, atol=1e-5)

@@ -64,3 +64,26 @@ def test_grad_scaler_with_a_traced_loss(symbolic):
         np.testing.assert_array_equal(y.grad.numpy(), 4 * scaler.scale_factor)
         scaler.unscale(gm.attached_tensors())
         np.testing.assert_array_equal(x.grad.numpy(), 2)
+
+
+def test_attaching_fresh_tensors_every_step():
+    """MegEngine's GradScaler test pattern: new tensors attached on every call while the
+    earlier ones die (their weak references drop them from the manager as it records)."""
+    import gc
+    gm = GradManager()
+
+    @trace(symbolic=True)
+    def f(x, y):
+        return (x * y).sum()
+
+    for i in range(20):
+        x = mge.tensor(np.full(3, float(i), np.float32))
+        y = mge.tensor(np.ones(3, np.float32))
+        gm.attach([x, y])
+        if i % 5 == 0:
+            gc.collect()
+        with gm:
+            gm.backward(f(x, y))
+        np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1])
+        np.testing.assert_array_equal(y.grad.numpy(), [i, i, i])
+        assert all(t is not None for t in gm.attached_tensors())

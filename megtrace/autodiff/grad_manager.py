@@ -35,8 +35,10 @@ class GradManager:
         self._gradients: dict[int, Tensor] = {}
 
     def attached_tensors(self) -> list[Tensor]:
-        """The tensors attached with `attach`, in attach order."""
-        return [spec.tensor() for spec in self._attach_specs.values()]
+        """The live tensors attached with `attach`, in attach order."""
+        # a copy: a collected tensor's weak reference drops its spec from the dict
+        specs = list(self._attach_specs.values())
+        return [t for t in (spec.tensor() for spec in specs) if t is not None]
 
     def attach(self, tensors: Union[Tensor, Iterable[Tensor]], callbacks=None) -> "GradManager":
         """Track `tensors` (kept by weak reference) so that backward() computes their
@@ -121,7 +123,7 @@ class GradManager:
         grad = Grad()
         self._recording, self._grad = True, grad
         grad.__enter__()
-        for spec in self._attach_specs.values():
+        for spec in list(self._attach_specs.values()):   # (see attached_tensors)
             self._do_record(spec)
 
     def _do_record(self, spec: AttachSpec) -> None:

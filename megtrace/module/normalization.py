@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
+from ..core.tensor import amp as _amp
 from ..tensor import Parameter
 from .init import ones_, zeros_
 from .module import Module
@@ -59,6 +60,8 @@ class GroupNorm(Module):
             zeros_(self.bias)
 
     def forward(self, x):
+        if _amp._autocast:     # MegEngine's GroupNorm runs in the high precision under amp
+            x = x.astype(_amp._high_prec_dtype)
         y = _group_normalize(x, self.num_groups, self.eps)
         return _channel_affine(y, self.weight, self.bias) if self.affine else y
 

@@ -166,8 +166,17 @@ register(OpDef("resize", params={"size": (1, 1), "mode": "linear"},
 
 
 # -- warp_perspective ---------------------------------------------------------------------
-def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
+# NHWC_NCHW: an NHWC image in, NCHW out (fuse_preprocess's fused Dimshuffle), computed as
+# megdnn's naive kernel does. Plain NHWC is not here: MegEngine's x86 kernel for it
+# interpolates in OpenCV's fixed point, which megtrace does not reproduce.
+_WARP_FORMATS = ("NCHW", "NHWC_NCHW")
+
+
+def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None, format="NCHW"):
     _image("warp_perspective", x)
+    if format not in _WARP_FORMATS:
+        raise ValueError(f"warp_perspective: format must be one of {_WARP_FORMATS}; got "
+                         f"{format!r}")
     if dtype not in (None, "float32") or (dtype is not None and x.dtype != "uint8"):
         raise ValueError(f"warp_perspective: dtype must be None, or 'float32' on uint8 input "
                          f"(enable_fuse_preprocess's fused TypeCvt); got {dtype!r} on {x}")
@@ -182,7 +191,8 @@ def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
     elif mat_idx.ndim != 1 or mat_idx.shape[0] != mat.shape[0] or mat_idx.dtype != "int32":
         raise ShapeError(f"warp_perspective: mat_idx must be int32 ({mat.shape[0]},); "
                          f"got {mat_idx}")
-    return TensorType((mat.shape[0], x.shape[1]) + tuple(out), dtype or x.dtype)
+    channels = x.shape[1] if format == "NCHW" else x.shape[3]
+    return TensorType((mat.shape[0], channels) + tuple(out), dtype or x.dtype)
 
 
 def _grid(out):
@@ -191,7 +201,10 @@ def _grid(out):
             np.arange(oh, dtype=np.float32).reshape(1, oh, 1))
 
 
-def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
+def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val, dtype=None, format="NCHW"):
+    if format == "NHWC_NCHW":      # the same image, transposed
+        return _warp_eager(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), mat, mat_idx,
+                           out=out, border=border, border_val=border_val, dtype=dtype)
     if mat_idx is not None and ((mat_idx < 0) | (mat_idx >= x.shape[0])).any():
         raise IndexError(f"warp_perspective: mat_idx {mat_idx.tolist()} out of range for "
                          f"{x.shape[0]} images")
@@ -206,9 +219,15 @@ def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
     return round_to(y, dtype or x.dtype)
 
 
-def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val, dtype=None):
+def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val, dtype=None,
+                format="NCHW"):
     R = L.R
     n_mat = L.types[1].shape[0]
+    src_shape = L.types[0].shape
+    if format != "NCHW":
+        x = R.permute_dims(x, [0, 3, 1, 2])
+        n, h, w, c = src_shape
+        src_shape = (n, c, h, w)
     gw, gh = (L.const(g, "float32") for g in _grid(out))
     m = R.reshape(mat, (n_mat, 9, 1, 1))
 
@@ -222,13 +241,12 @@ def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val, dtype=None)
     xs, ys = R.divide(plane(0), den), R.divide(plane(3), den)
     batch = L.const(np.arange(n_mat, dtype=np.int32).reshape(-1, 1, 1), "int32") \
         if mat_idx is None else R.reshape(mat_idx, (n_mat, 1, 1))
-    y = sample_relax(L, x, L.types[0].shape, batch, xs, ys, border=border,
-                     border_val=border_val)
+    y = sample_relax(L, x, src_shape, batch, xs, ys, border=border, border_val=border_val)
     return round_relax(L, y, L.out.dtype)
 
 
 def _warp_fields(p):
-    return {"imode": "LINEAR", "bmode": p["border"], "format": "NCHW",
+    return {"imode": "LINEAR", "bmode": p["border"], "format": p.get("format", "NCHW"),
             "border_val": float(p["border_val"])}
 
 
@@ -264,9 +282,14 @@ def _batch(V, n_mat, mat_idx, like):
                    shape=(n_mat, 1, 1))
 
 
-def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val, dtype=None):
+def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val, dtype=None,
+              format="NCHW"):
     """Through the sampler (WarpPerspectiveBackwardData / BackwardMat): xs = u / d,
-    ys = v / d with u, v, d planes of the matrix's rows."""
+    ys = v / d with u, v, d planes of the matrix's rows. NCHW only, as MegEngine's
+    backward oprs."""
+    if format != "NCHW":
+        raise NotImplementedError(f"warp_perspective: no gradient in format {format} "
+                                  "(MegEngine's backward oprs are NCHW only)")
     x, mat = inputs[0], inputs[1]
     mat_idx = inputs[2] if len(inputs) > 2 else None
     g = grads[0]
@@ -292,7 +315,8 @@ def _warp_vjp(V, inputs, outputs, grads, *, out, border, border_val, dtype=None)
 
 
 register(OpDef("warp_perspective",
-               params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0, "dtype": None},
+               params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0, "dtype": None,
+                       "format": "NCHW"},
                eager=_warp_eager, infer=_warp_infer, lower=_warp_lower,
                mge=MgeComposite(_warp_emit), opaque_in_optimize=True, vjp=_warp_vjp))
 

@@ -48,6 +48,15 @@ class PreNet(M.Module):
         return F.relu(self.conv(x))
 
 
+class PreNetNHWC(PreNet):
+    """The same on an NHWC image: warp in NHWC, Dimshuffle to NCHW, then float32."""
+
+    def forward(self, data, mat):
+        x = F.vision.warp_perspective(data, mat, (16, 16), format="NHWC")
+        x = (x.transpose(0, 3, 1, 2).astype("float32") - self.mean) / self.std
+        return F.relu(self.conv(x))
+
+
 def _dump(infer, names, **kwargs) -> bytes:
     buf = io.BytesIO()
     infer.dump(buf, arg_names=names, **kwargs)
@@ -91,6 +100,22 @@ def preprocess(rng):
     np.savez(os.path.join(OUT, "prenet_io.npz"), data=data, mat=mat, out=want,
              out_unrounded=unrounded)
     print("prenet written")
+    nhwc = PreNetNHWC()
+    nhwc.load_state_dict(net.state_dict())
+    nhwc.eval()
+    data_nhwc = np.ascontiguousarray(data.transpose(0, 2, 3, 1))
+    want = nhwc(megengine.tensor(data_nhwc), megengine.tensor(mat)).numpy()
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer_nhwc(data, mat):
+        return nhwc(data, mat)
+    infer_nhwc(megengine.tensor(data_nhwc), megengine.tensor(mat))
+    for option, kwargs in (("none", {}), ("enable_fuse_preprocess",
+                                         {"enable_fuse_preprocess": True})):
+        with open(os.path.join(OUT, f"prenet_nhwc_{option}.mge"), "wb") as f:
+            f.write(_dump(infer_nhwc, ["data", "mat"], **kwargs))
+    np.savez(os.path.join(OUT, "prenet_nhwc_io.npz"), data=data_nhwc, mat=mat, out=want)
+    print("prenet_nhwc written")
 
 
 def main():
