@@ -11,6 +11,7 @@ from typing import Any
 
 from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
+from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
 from .lower import to_relax
 
@@ -28,9 +29,12 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
 
 
 def fusion_passes(target: Any) -> list:
-    """Legalize and fuse, as TVM's CPU pipeline does before it lowers dataflow."""
+    """Legalize and fuse, as TVM's CPU pipeline does before it lowers dataflow, with the
+    untuned build's vectorizable exp/erf/tanh/softmax forms (cpu/fast_math_pass.py) first,
+    so a tuned kernel and the rules' build compute the same expressions."""
     from tvm.relax.backend.cpu_generic import pipeline as cpu
-    return cpu.library_dispatch_passes(target) + cpu.legalize_passes(target)
+    return cpu.library_dispatch_passes(target) + [fast_math_pass()] + \
+        cpu.legalize_passes(target)
 
 
 def fuse(mod: Any, target: Any) -> Any:

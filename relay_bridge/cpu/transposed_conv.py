@@ -78,9 +78,13 @@ def _subpixel(node: Node, ins: list[Var], new: Graph) -> tuple[Var]:
     wk = add("take", [flat, new.add_const(index)], axis=0)
     if groups > 1:
         wk = add("reshape", [wk], shape=(groups, ocg * math.prod(stride), icg) + taps)
-    # per-phase length the crop needs, and symmetric conv padding that provides it
+    # per-phase positions the crop needs, [padding // s, need), and the smallest symmetric
+    # conv padding that covers them: starting at phase position padding // s rather than
+    # 0 keeps a stride-1 input gradient (pad k-1-p) from computing k-1 rows and columns
+    # it crops away (ResNet-18's 512-channel 1x1 layers: 9x the work)
     need = tuple(-(-(padding[i] + out_sp[i]) // stride[i]) for i in range(nd))
-    pad = tuple(max(taps[i] - 1, need[i] - sp[i]) for i in range(nd))
+    pad = tuple(max(taps[i] - 1 - padding[i] // stride[i], need[i] - sp[i], 0)
+                for i in range(nd))
     shift = tuple(pad[i] - (taps[i] - 1) for i in range(nd))
     y = add(f"conv{nd}d", [x, wk], stride=(1,) * nd, padding=pad, dilation=(1,) * nd)
     q = tuple(y.type.shape[2:])

@@ -160,3 +160,26 @@ def test_switch_off_keeps_libm_and_changes_the_cache_key(values, monkeypatch):
         keys[flag] = entry_key(g, tvm.target.Target(host_target()), None, BuildOptions())
         _elementwise_ok(compile_graph(g, cache=False)(x)[0], _erf(x.astype(np.float64)))
     assert keys["0"] != keys["1"]
+
+
+def test_tuned_build_computes_the_fast_forms(rng, monkeypatch, tmp_path):
+    """A tuned build (MetaSchedule records + the generic rule) legalizes with the same
+    fast_math forms as the rules' build, so a kernel without a record does not fall back
+    to one erff call per lane: no libm call in its code, and GELU within REL of float64."""
+    import tvm
+    from tvm import s_tir
+    from megtrace.relay_bridge.executable import build_tuned_executable
+    monkeypatch.setenv(fast_math.ENV, "1")
+    x = (rng.standard_normal((4, 256)) * 3).astype(np.float32)
+    g = Graph()
+    y = g.add_node(get("gelu"), [g.add_input(TensorType.of(x), "x")], {})[0]
+    g.set_outputs([y], ["y"])
+    database = s_tir.meta_schedule.database.JSONDatabase(
+        str(tmp_path / "workload.json"), str(tmp_path / "records.json"), allow_missing=True)
+    built = build_tuned_executable(g, "llvm", database, "rules")
+    (llvm,) = [m for m in built.executable.mod.imports if m.kind == "llvm"]
+    assert "erff" not in llvm.inspect_source("asm")
+    want = 0.5 * x * (1 + _erf(x.astype(np.float64) / np.sqrt(2)))
+    vm = tvm.relax.VirtualMachine(built.executable, tvm.cpu())
+    (got,) = [t.numpy() for t in vm["main"](tvm.runtime.tensor(x))]
+    _elementwise_ok(got, want, tiny=1e-6 * np.abs(x))    # GELU's tail: as above

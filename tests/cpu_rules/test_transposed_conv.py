@@ -40,6 +40,12 @@ CASES = [  # x shape, w shape, stride, padding, output_padding, groups
     ((1, 2, 5, 5), (2, 2, 5, 5), (1, 1), (2, 2), (0, 0), 1),
     ((1, 3, 3, 4), (3, 2, 2, 3), (4, 3), (0, 2), (3, 2), 1),
     ((2, 4, 3, 5, 6), (4, 3, 3, 5, 2), (3, 2, 2), (0, 2, 1), (2, 1, 1), 1),
+    # stride-1 input gradients of "same" convs (ResNet's 3x3 pad 1, on a 1x1 map too)
+    ((2, 8, 1, 1), (8, 6, 3, 3), (1, 1), (1, 1), (0, 0), 1),
+    ((2, 4, 4, 3), (4, 5, 3, 3), (1, 1), (1, 1), (0, 0), 1),
+    # padding beyond the taps: the phase grid starts past its first position
+    ((1, 3, 6, 5), (3, 2, 3, 3), (1, 1), (2, 2), (0, 0), 1),
+    ((1, 4, 4, 4), (4, 4, 3, 3), (2, 2), (3, 3), (1, 1), 1),
 ]
 
 
@@ -70,3 +76,14 @@ def test_dilated_transposed_conv_keeps_tvm_lowering(rng):
     np.testing.assert_allclose(got, F.conv_transpose2d(x, w, stride=2, dilation=2).numpy(),
                                rtol=1e-5, atol=1e-5)
     assert [n.op.name for n in as_subpixel_convs(infer.graph).nodes] == ["conv_transpose2d"]
+
+
+def test_stride1_subpixel_conv_computes_only_the_output(rng):
+    """A stride-1 transposed conv (every conv's input gradient) is a plain conv of the
+    flipped weight with padding k-1-p: no rows or columns computed to be cropped away."""
+    infer = trace(symbolic=True)(lambda a, b: F.conv_transpose2d(a, b, padding=1))
+    infer(mge.tensor(rng.standard_normal((2, 8, 1, 1)).astype("float32")),
+          mge.tensor(rng.standard_normal((8, 6, 3, 3)).astype("float32")))
+    convs = [n for n in as_subpixel_convs(infer.graph).nodes if n.op.name == "conv2d"]
+    assert [n.outputs[0].type.shape for n in convs] == [(2, 6, 1, 1)]
+    assert tuple(convs[0].kwargs["padding"]) == (1, 1)
