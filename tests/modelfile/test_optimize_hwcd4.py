@@ -237,3 +237,13 @@ def test_plain_nhwcd4_convolutions_where_megengine_has_them(name):
     at least that file in the test above."""
     assert _plain_nhwcd4_convs(dumped(name, "enable_hwcd4")) == _plain_nhwcd4_convs(_real(name))
     assert not _plain_nhwcd4_convs(dumped("convnet", "enable_hwcd4"))
+
+
+def test_fbs_v1_refuses_image_constants(tmp_path):
+    """FBS (V1) tensors have no format field: the hwcd4 file is FBS_V2 only, refused
+    clearly and nothing written."""
+    path = tmp_path / "x.mge"
+    with pytest.raises(NotImplementedError, match="Image2DPack4.*FBS_V2 only"):
+        traced("convnet")[0].dump(path, arg_names=["data"], enable_hwcd4=True,
+                                  dump_format="FBS")
+    assert not path.exists()
