@@ -169,6 +169,23 @@ class Emitter:
             self._image_holder.outputs.append(vid)
             self._image_holder.tensors.append(t)
 
+    def image_elemwise_consts(self) -> None:
+        """Constants an Elemwise reads beside an NHWCD4 value are NHWCD4 too (biases,
+        shifts): MegEngine stores them Image2DPack4 with the filters. Image values are what
+        RelayoutFormat NCHW_NHWCD4I and NHWCD4 oprs write, and Elemwise/Concat of them."""
+        image: set[int] = set()
+        made_by = {vid: o for o in self.oprs for vid in o.outputs}
+        for o in list(self.oprs):        # (image_format moves constants into the holder)
+            fields = o.params[0][1] if o.params else {}
+            if fields.get("format") == "NHWCD4" or fields.get("mode") == "NCHW_NHWCD4I" or \
+                    (o.type in ("Elemwise", "Concat") and image & set(o.inputs)):
+                image.update(o.outputs)
+            if o.type == "Elemwise" and image & set(o.inputs):
+                for vid in o.inputs:
+                    src = made_by[vid]
+                    if src.type == "ImmutableTensor" and len(src.tensors[0].shape) == 5:
+                        self.image_format(vid, 2)
+
     def shared(self, array: np.ndarray, comp_node: str = "cpux:0") -> int:
         """A SharedDeviceTensor (what testcase graphs are made of)."""
         array = np.ascontiguousarray(array)
@@ -231,6 +248,8 @@ def emit_graph(graph: Graph, input_names: list[str], output_names: list[str],
             ids[var] = vid
             em.dtypes[vid] = var.type.dtype
     out_ids = [id_of(v) for v in graph.outputs]
+    if em._image_holder is not None:
+        em.image_elemwise_consts()
     for vid, name in zip(out_ids, output_names):
         if name:
             em.names[vid] = name

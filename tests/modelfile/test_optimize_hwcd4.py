@@ -7,7 +7,7 @@ make_megengine_hwcd4_preprocess.py), and run in the real MegEngine Lite 1.13.
 MegEngine Lite 1.13 on x86 runs NHWCD4 ConvBias and Pooling, but refuses a plain
 Convolution in NHWCD4 ("invalid conv format 2", dnn fallback convolution): real
 MegEngine's own ResNet/MobileNet hwcd4 dumps (which have such convolutions) fail there,
-and so does megtrace's MobileNet dump (whose unfused BatchNorm leaves plain convolutions)."""
+and so do megtrace's (the same oprs)."""
 import collections
 import io
 
@@ -132,7 +132,8 @@ def _image_tensors(data: bytes, weights_only: bool) -> list:
 def test_hwcd4_matches_megengine(name):
     """Every convolution and pooling in NHWCD4 in both files, the same RelayoutFormat
     oprs (one in, one out), pooling and filter layouts (shapes and Image2DPack4 align
-    axes); the conv net opr for opr."""
+    axes); opr for opr, with the same Image2DPack4 constants (filters, biases, the
+    constants Elemwise oprs add to NHWCD4 values)."""
     data, real_data = dumped(name, "enable_hwcd4"), _real(name)
     ours, real = counts(data), counts(real_data)
     assert _formats(ours) == _formats(real) == {"NHWCD4"}
@@ -142,9 +143,8 @@ def test_hwcd4_matches_megengine(name):
         sum(n for k, n in base.items() if k.startswith(conv_pool))
     assert _layout_oprs(ours) == _layout_oprs(real)
     assert _image_tensors(data, True) == _image_tensors(real_data, True)
-    if name == "convnet":   # (the zoo models' float32 dumps differ already: see the README)
-        assert ours == real
-        assert _image_tensors(data, False) == _image_tensors(real_data, False)
+    assert ours == real
+    assert _image_tensors(data, False) == _image_tensors(real_data, False)
 
 
 def test_odd_channels_are_not_padded_and_stay_nchw():
@@ -230,7 +230,20 @@ def test_hwcd4_dump_in_lite(lite_hwcd4, who, name):
     assert rel_err(got, want) <= 1e-4
 
 
-def test_lite_runs_our_resnet_and_conv_net():
-    """The claim above is not vacuous: these two files have no plain convolution."""
+@pytest.mark.parametrize("name", MODELS)
+def test_plain_nhwcd4_convolutions_where_megengine_has_them(name):
+    """Ours have them exactly where MegEngine's own dumps do (ResNet's downsampling, the
+    zoo MobileNetV2's unbiased ConvBn convolutions), and the conv net has none: Lite runs
+    at least that file in the test above."""
+    assert _plain_nhwcd4_convs(dumped(name, "enable_hwcd4")) == _plain_nhwcd4_convs(_real(name))
     assert not _plain_nhwcd4_convs(dumped("convnet", "enable_hwcd4"))
-    assert not _plain_nhwcd4_convs(dumped("resnet", "enable_hwcd4"))
+
+
+def test_fbs_v1_refuses_image_constants(tmp_path):
+    """FBS (V1) tensors have no format field: the hwcd4 file is FBS_V2 only, refused
+    clearly and nothing written."""
+    path = tmp_path / "x.mge"
+    with pytest.raises(NotImplementedError, match="Image2DPack4.*FBS_V2 only"):
+        traced("convnet")[0].dump(path, arg_names=["data"], enable_hwcd4=True,
+                                  dump_format="FBS")
+    assert not path.exists()
