@@ -75,7 +75,20 @@ CONVS = [  # n, c, h, w, oc, k, stride, pad
     (1, 16, 17, 31, 16, 3, 1, 1),       # a row that needs width padding (31 columns)
     (2, 40, 7, 7, 64, 3, 1, 1),         # narrow rows: 2 channel blocks per register tile
     (1, 96, 6, 6, 32, 1, 1, 0),         # the same with a 1x1 kernel, 6 columns
+    (2, 24, 5, 5, 64, 3, 1, 0),         # 3-column rows: 4 channel blocks per tile
+    (2, 272, 2, 2, 272, 3, 1, 1),       # a wide weight on a small map: channels outermost
+    (3, 200, 1, 1, 256, 3, 1, 1),       # the same on a 1x1 map (a training step's late layers)
 ]
+
+
+def test_tile_choices_of_the_added_shapes():
+    """The last three CONVS exercise the schedules they are there for."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape, channel_blocks, channels_outer
+    assert channel_blocks(3, 4, 16) == 4 and channel_blocks(2, 17, 16) == 1
+    wide = ConvShape(2, 272, 2, 2, 272, 3, 3, padding=(1, 1))
+    assert channels_outer(wide, 4 * 4) and channels_outer(
+        ConvShape(3, 200, 1, 1, 256, 3, 3, padding=(1, 1)), 3 * 3)
+    assert not channels_outer(ConvShape(1, 64, 56, 56, 64, 3, 3, padding=(1, 1)), 58 * 58)
 
 
 @pytest.mark.parametrize("n,c,h,w,oc,k,s,p", CONVS, ids=[f"{c[1]}to{c[4]}k{c[5]}s{c[6]}"
