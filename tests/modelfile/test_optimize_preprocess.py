@@ -177,16 +177,21 @@ def test_fused_prenet_in_lite(lite_prenet, which):
 def test_real_nhwc_warp_dumps(lite):
     """MegEngine fuses an NHWC uint8 warp, its Dimshuffle to NCHW and the TypeCvt into one
     WarpPerspective (format NHWC_NCHW, float32 out): load_graph computes it as MegEngine
-    Lite does (megdnn's naive kernel, no rounding). The unfused NHWC warp is refused:
-    MegEngine's x86 kernel interpolates it in OpenCV's fixed point (2% off a float
-    interpolation here), which megtrace does not reproduce."""
-    from megtrace.errors import UnsupportedOpError
+    Lite does (megdnn's naive kernel, no rounding). The unfused dump's NHWC warp is
+    megdnn's x86 OpenCV-derived kernel (1/32-pixel coordinates, 2% off a float
+    interpolation here): load_graph computes it as MegEngine does eagerly and Lite runs it."""
     io_ = np.load(HW / "prenet_nhwc_io.npz")
     fused = HW / "prenet_nhwc_enable_fuse_preprocess.mge"
     assert [(o.params[0][1]["format"], o.output_dtype) for o in read_model(fused.read_bytes())
             .oprs if o.type == "WarpPerspectiveV2"] == [("NHWC_NCHW", "float32")]
-    (want,) = lite.run_models([(fused, {"data": io_["data"], "mat": io_["mat"]})])[0].values()
+    plain = HW / "prenet_nhwc_none.mge"
+    assert [o.params[0][1]["format"] for o in read_model(plain.read_bytes()).oprs
+            if o.type == "WarpPerspectiveV2"] == ["NHWC"]
+    feeds = {"data": io_["data"], "mat": io_["mat"]}
+    (want,), (lite_plain,) = (r.values() for r in lite.run_models([(fused, feeds),
+                                                                    (plain, feeds)]))
     (got,) = load_graph(fused).run(io_["data"], io_["mat"]).values()
     assert rel_err(got, want) <= 1e-5
-    with pytest.raises(UnsupportedOpError, match="format NHWC imode"):
-        load_graph(HW / "prenet_nhwc_none.mge")
+    (got,) = load_graph(plain).run(io_["data"], io_["mat"]).values()
+    assert rel_err(got, io_["out"]) <= 1e-5
+    assert rel_err(lite_plain, io_["out"]) <= 1e-5
