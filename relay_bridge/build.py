@@ -60,8 +60,10 @@ class CompiledGraph:
             args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
             return [r.numpy() for r in main(*args)]
         result = main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
-        # Copy out through DLPack (a VM may reuse its output storage on the next call).
-        return [np.from_dlpack(r).copy() for r in result]
+        # Copy out through DLPack (a VM may reuse its output storage on the next call),
+        # into 64-byte aligned arrays: fed back as the next call's inputs (a training
+        # step's parameters and optimizer states) they then pass without a staging copy.
+        return [_aligned_copy(np.from_dlpack(r)) for r in result]
 
     def _host_tensor(self, slot: int, array: np.ndarray):
         """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
@@ -112,6 +114,15 @@ def has_unlowered_ops(graph: Graph) -> bool:
     """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
     such graphs run on the NumPy interpreter, like graphs with 0-size values."""
     return any(n.op.interpreted for n in graph.nodes)
+
+
+def _aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `array` whose data starts on a 64-byte boundary."""
+    if array.size == 0:
+        return array.copy()
+    out = _aligned_empty(array.shape, array.dtype)
+    np.copyto(out, array)
+    return out
 
 
 def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:

@@ -8,6 +8,10 @@ slices, stay out of Relax, their
 results enter the Relax function as extra parameters, the values they read leave it as
 extra results, and `stitch` puts them back into the optimized graph unchanged. The file
 then computes those shapes at run time, as MegEngine's optimized dumps do.
+
+A value-shaped op (cond_take, behind boolean-mask indexing) and every node downstream of
+it stay out of Relax too: their traced shapes hold for the traced values only, and TVM
+would fix them (a Faster R-CNN keeps a different number of proposals per image).
 """
 from __future__ import annotations
 
@@ -47,7 +51,9 @@ class ShapeCut:
             ins = [mapped(env, consts, v) for v in node.inputs]
             if any(v is None for v in ins):
                 return False
-            outs = final.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint)
+            recorded = [v.type for v in node.outputs] if node.op.value_shaped else None
+            outs = final.add_node(node.op, ins, node.kwargs, node.outputs[0].name_hint,
+                                  out_types=recorded)
             env.update(zip(node.outputs, outs))
             return True
 
@@ -89,11 +95,24 @@ def _follows_run_time_shape(node: Node) -> bool:
     return node.op is get("reshape") and -1 in node.kwargs.get("shape", ())
 
 
+def _downstream_of_value_shapes(graph: Graph) -> set[Node]:
+    """The value-shaped nodes and every node reading, directly or not, one of their
+    results."""
+    found: set[Node] = set()
+    tainted: set[Var] = set()
+    for node in graph.nodes:
+        if node.op.value_shaped or any(v in tainted for v in node.inputs):
+            found.add(node)
+            tainted.update(node.outputs)
+    return found
+
+
 def split(graph: Graph) -> tuple[Graph, ShapeCut | None]:
     """(the core graph TVM may optimize, the cut to stitch back), or (graph, None) when the
-    graph has no shape inputs."""
+    graph has no shape inputs and no value-shaped op."""
+    dynamic = _downstream_of_value_shapes(graph)
     shaped = [n for n in graph.nodes if n.op.has_shape_input(len(n.inputs), n.kwargs)
-              or _follows_run_time_shape(n)]
+              or _follows_run_time_shape(n) or n in dynamic]
     if not shaped:
         return graph, None
     producer, shape_of = graph.producers(), get("shape_of")
