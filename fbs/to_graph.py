@@ -461,8 +461,7 @@ def _resize(g, opr, ins, _):
 @rule("WarpPerspectiveV2")
 def _warp_perspective(g, opr, ins, _):
     f = _fields(opr)
-    # (NHWC: MegEngine's x86 kernel interpolates in OpenCV's fixed point; megtrace does not)
-    if f.get("format") not in ("NCHW", "NHWC_NCHW") or f.get("imode") != "LINEAR":
+    if f.get("format") not in ("NCHW", "NHWC", "NHWC_NCHW") or f.get("imode") != "LINEAR":
         raise UnsupportedOpError(f"WarpPerspective format {f.get('format')} imode "
                                  f"{f.get('imode')} is not supported")
     out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpPerspective output size")

@@ -46,11 +46,14 @@ def warp_perspective(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int],
                      format: str = "NCHW", interp_mode: str = "linear") -> Tensor:
     """Perspective warp: output(n, c, h, w) = input(n, c, y, x) with
     x = (m00 w + m01 h + m02) / (m20 w + m21 h + m22), y likewise (bilinear taps, border
-    taps by `border_mode`). `mat_idx` picks the source image of each matrix."""
+    taps by `border_mode`). `mat_idx` picks the source image of each matrix. NHWC
+    float32/uint8 images of 1 to 3 channels sample at 1/32-pixel precision like
+    MegEngine's OpenCV-derived x86 kernel."""
     x = require_tensor("warp_perspective", inp)
-    if str(format).upper() != "NCHW":
+    fmt = str(format).upper()
+    if fmt not in ("NCHW", "NHWC"):
         raise NotImplementedError(f"warp_perspective: format {format!r}; megtrace supports "
-                                  f"NCHW")
+                                  f"NCHW and NHWC")
     if str(interp_mode).lower() != "linear":
         raise ValueError(f"warp_perspective: interp_mode {interp_mode!r}; MegEngine supports "
                          f"only 'linear'")
@@ -61,7 +64,7 @@ def warp_perspective(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int],
     if mat_idx is not None:
         inputs.append(cast(require_tensor("warp_perspective", mat_idx), "int32"))
     return apply("warp_perspective", *inputs, out=_ints("warp_perspective: out_shape", out_shape),
-                 border=_border(border_mode), border_val=float(border_val))
+                 border=_border(border_mode), border_val=float(border_val), format=fmt)
 
 
 def warp_affine(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int], int, Tensor],

@@ -1,6 +1,6 @@
 """Geometric image ops, as MegEngine's megdnn kernels compute them: resize (Resize),
 warp_perspective (WarpPerspective), remap (Remap), warp_affine (WarpAffine). NCHW
-images (warp_affine also NHWC); the output size is a parameter, written to .mge as the
+images (warp_affine and warp_perspective also NHWC); the output size is a parameter, written to .mge as the
 Int32 shape input MegEngine's oprs take.
 
 Their Relax lowerings are gathers no lift converter could bring back, so they are
@@ -15,6 +15,7 @@ from ..errors import ShapeError
 from ..ir import TensorType
 from ._sampling import BORDER_MODES, round_relax, round_to, sample_np, sample_relax
 from ._sampling_grad import sample_grads
+from ._warp_cv import cv_fixed_point, perspective_coords_np, perspective_coords_relax
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 RESIZE = MgeOpr("ResizeV2", "Resize")
@@ -167,9 +168,10 @@ register(OpDef("resize", params={"size": (1, 1), "mode": "linear"},
 
 # -- warp_perspective ---------------------------------------------------------------------
 # NHWC_NCHW: an NHWC image in, NCHW out (fuse_preprocess's fused Dimshuffle), computed as
-# megdnn's naive kernel does. Plain NHWC is not here: MegEngine's x86 kernel for it
-# interpolates in OpenCV's fixed point, which megtrace does not reproduce.
-_WARP_FORMATS = ("NCHW", "NHWC_NCHW")
+# megdnn's naive kernel does. NHWC: float32/uint8 images of 1 to 3 channels at megdnn's
+# x86 OpenCV-derived kernel's 1/32-pixel coordinates (`_warp_cv`), others as the naive
+# kernel does.
+_WARP_FORMATS = ("NCHW", "NHWC", "NHWC_NCHW")
 
 
 def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None, format="NCHW"):
@@ -180,6 +182,9 @@ def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None, fo
     if dtype not in (None, "float32") or (dtype is not None and x.dtype != "uint8"):
         raise ValueError(f"warp_perspective: dtype must be None, or 'float32' on uint8 input "
                          f"(enable_fuse_preprocess's fused TypeCvt); got {dtype!r} on {x}")
+    if dtype is not None and format == "NHWC":
+        raise ValueError("warp_perspective: an output dtype (a fused TypeCvt) needs format "
+                         "NCHW or NHWC_NCHW, not NHWC")
     _out_size("warp_perspective", out)
     _border("warp_perspective", border)
     if mat.ndim != 3 or mat.shape[1:] != (3, 3) or mat.dtype != "float32":
@@ -191,6 +196,8 @@ def _warp_infer(x, mat, mat_idx=None, *, out, border, border_val, dtype=None, fo
     elif mat_idx.ndim != 1 or mat_idx.shape[0] != mat.shape[0] or mat_idx.dtype != "int32":
         raise ShapeError(f"warp_perspective: mat_idx must be int32 ({mat.shape[0]},); "
                          f"got {mat_idx}")
+    if format == "NHWC":
+        return TensorType((mat.shape[0],) + tuple(out) + (x.shape[3],), x.dtype)
     channels = x.shape[1] if format == "NCHW" else x.shape[3]
     return TensorType((mat.shape[0], channels) + tuple(out), dtype or x.dtype)
 
@@ -201,13 +208,26 @@ def _grid(out):
             np.arange(oh, dtype=np.float32).reshape(1, oh, 1))
 
 
+def _cv_border_val(dtype, border_val: float) -> float:
+    """The OpenCV kernel's border value: cast to the image dtype (truncated for uint8)."""
+    return float(np.trunc(border_val)) if str(dtype) == "uint8" else float(border_val)
+
+
 def _warp_eager(x, mat, mat_idx=None, *, out, border, border_val, dtype=None, format="NCHW"):
-    if format == "NHWC_NCHW":      # the same image, transposed
-        return _warp_eager(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), mat, mat_idx,
-                           out=out, border=border, border_val=border_val, dtype=dtype)
     if mat_idx is not None and ((mat_idx < 0) | (mat_idx >= x.shape[0])).any():
         raise IndexError(f"warp_perspective: mat_idx {mat_idx.tolist()} out of range for "
                          f"{x.shape[0]} images")
+    if format != "NCHW":
+        src = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        if format == "NHWC_NCHW" or not cv_fixed_point(x.shape[3], x.dtype):
+            y = _warp_eager(src, mat, mat_idx, out=out, border=border, border_val=border_val,
+                            dtype=dtype)
+            return y if format == "NHWC_NCHW" else np.ascontiguousarray(y.transpose(0, 2, 3, 1))
+        xs, ys = perspective_coords_np(mat, out)
+        batch = np.arange(mat.shape[0]) if mat_idx is None else mat_idx.astype(np.int64)
+        y = sample_np(src, batch, xs, ys, border=border,
+                      border_val=_cv_border_val(x.dtype, border_val))
+        return np.ascontiguousarray(round_to(y, x.dtype).transpose(0, 2, 3, 1))
     m = mat.astype(np.promote_types(mat.dtype, np.float32)).reshape(-1, 9, 1, 1)
     gw, gh = _grid(out)
     den = m[:, 6] * gw + m[:, 7] * gh + m[:, 8]
@@ -224,10 +244,27 @@ def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val, dtype=None,
     R = L.R
     n_mat = L.types[1].shape[0]
     src_shape = L.types[0].shape
+    batch = L.const(np.arange(n_mat, dtype=np.int32).reshape(-1, 1, 1), "int32") \
+        if mat_idx is None else R.reshape(mat_idx, (n_mat, 1, 1))
     if format != "NCHW":
         x = R.permute_dims(x, [0, 3, 1, 2])
         n, h, w, c = src_shape
         src_shape = (n, c, h, w)
+    if format == "NHWC":
+        if cv_fixed_point(c, L.types[0].dtype):
+            xs, ys = perspective_coords_relax(L, mat, n_mat, out)
+            y = sample_relax(L, x, src_shape, batch, xs, ys, border=border,
+                             border_val=_cv_border_val(L.types[0].dtype, border_val))
+        else:
+            y = _warp_sample_relax(L, x, src_shape, mat, n_mat, batch, out, border, border_val)
+        return R.permute_dims(round_relax(L, y, L.out.dtype), [0, 2, 3, 1])
+    y = _warp_sample_relax(L, x, src_shape, mat, n_mat, batch, out, border, border_val)
+    return round_relax(L, y, L.out.dtype)
+
+
+def _warp_sample_relax(L, x, src_shape, mat, n_mat, batch, out, border, border_val):
+    """The naive kernel: float32 coordinates, sampled (float32 (M, C, OH, OW))."""
+    R = L.R
     gw, gh = (L.const(g, "float32") for g in _grid(out))
     m = R.reshape(mat, (n_mat, 9, 1, 1))
 
@@ -239,10 +276,7 @@ def _warp_lower(L, x, mat, mat_idx=None, *, out, border, border_val, dtype=None,
 
     den = plane(6)
     xs, ys = R.divide(plane(0), den), R.divide(plane(3), den)
-    batch = L.const(np.arange(n_mat, dtype=np.int32).reshape(-1, 1, 1), "int32") \
-        if mat_idx is None else R.reshape(mat_idx, (n_mat, 1, 1))
-    y = sample_relax(L, x, src_shape, batch, xs, ys, border=border, border_val=border_val)
-    return round_relax(L, y, L.out.dtype)
+    return sample_relax(L, x, src_shape, batch, xs, ys, border=border, border_val=border_val)
 
 
 def _warp_fields(p):

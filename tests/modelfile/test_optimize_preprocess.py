@@ -177,16 +177,70 @@ def test_fused_prenet_in_lite(lite_prenet, which):
 def test_real_nhwc_warp_dumps(lite):
     """MegEngine fuses an NHWC uint8 warp, its Dimshuffle to NCHW and the TypeCvt into one
     WarpPerspective (format NHWC_NCHW, float32 out): load_graph computes it as MegEngine
-    Lite does (megdnn's naive kernel, no rounding). The unfused NHWC warp is refused:
-    MegEngine's x86 kernel interpolates it in OpenCV's fixed point (2% off a float
-    interpolation here), which megtrace does not reproduce."""
-    from megtrace.errors import UnsupportedOpError
+    Lite does (megdnn's naive kernel, no rounding). The unfused dump's NHWC warp is
+    megdnn's x86 OpenCV-derived kernel (1/32-pixel coordinates, 2% off a float
+    interpolation here): load_graph computes it as MegEngine does eagerly and Lite runs it."""
     io_ = np.load(HW / "prenet_nhwc_io.npz")
     fused = HW / "prenet_nhwc_enable_fuse_preprocess.mge"
     assert [(o.params[0][1]["format"], o.output_dtype) for o in read_model(fused.read_bytes())
             .oprs if o.type == "WarpPerspectiveV2"] == [("NHWC_NCHW", "float32")]
-    (want,) = lite.run_models([(fused, {"data": io_["data"], "mat": io_["mat"]})])[0].values()
+    plain = HW / "prenet_nhwc_none.mge"
+    assert [o.params[0][1]["format"] for o in read_model(plain.read_bytes()).oprs
+            if o.type == "WarpPerspectiveV2"] == ["NHWC"]
+    feeds = {"data": io_["data"], "mat": io_["mat"]}
+    (want,), (lite_plain,) = (r.values() for r in lite.run_models([(fused, feeds),
+                                                                    (plain, feeds)]))
     (got,) = load_graph(fused).run(io_["data"], io_["mat"]).values()
     assert rel_err(got, want) <= 1e-5
-    with pytest.raises(UnsupportedOpError, match="format NHWC imode"):
-        load_graph(HW / "prenet_nhwc_none.mge")
+    (got,) = load_graph(plain).run(io_["data"], io_["mat"]).values()
+    assert rel_err(got, io_["out"]) <= 1e-5
+    assert rel_err(lite_plain, io_["out"]) <= 1e-5
+
+
+class PreNetNHWC(PreNet):
+    """make_megengine_hwcd4_preprocess.py's PreNetNHWC: the warp in NHWC, a Dimshuffle to
+    NCHW, then float32."""
+
+    def forward(self, data, mat):
+        x = F.vision.warp_perspective(data, mat, (16, 16), format="NHWC")
+        x = (x.transpose(0, 3, 1, 2).astype("float32") - self.mean) / self.std
+        return F.relu(self.conv(x))
+
+
+def test_nhwc_warp_dimshuffle_typecvt_fuse_like_megengine():
+    """The NHWC warp, its Dimshuffle and the TypeCvt become one NHWC_NCHW warp writing
+    float32, in ours as in MegEngine's dump; ours computes what MegEngine's fused dump
+    does: the naive kernel on the uint8 image, unrounded (real MegEngine's fused file, as
+    Lite runs it: test_real_nhwc_warp_dumps)."""
+    io_ = np.load(HW / "prenet_nhwc_io.npz")
+    net = PreNetNHWC().eval()
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(data, mat):
+        return net(data, mat)
+    infer(mge.tensor(io_["data"]), mge.tensor(io_["mat"]))
+    ours = {}
+    for option in ("none", "enable_fuse_preprocess"):
+        buf = io.BytesIO()
+        infer.dump(buf, arg_names=["data", "mat"], **({} if option == "none" else {option: True}))
+        ours[option] = buf.getvalue()
+    real = {o: (HW / f"prenet_nhwc_{o}.mge").read_bytes() for o in ours}
+    for dumps in (ours, real):
+        before, after = counts(dumps["none"]), counts(dumps["enable_fuse_preprocess"])
+        assert before - after == collections.Counter({
+            "WarpPerspective format=NHWC": 1, "Dimshuffle": 1, "TypeCvt -> float32": 1})
+        assert after - before == collections.Counter({"WarpPerspective format=NHWC_NCHW": 1})
+        assert [(o.params[0][1]["format"], o.output_dtype) for o in
+                read_model(dumps["enable_fuse_preprocess"]).oprs
+                if o.type == "WarpPerspectiveV2"] == [("NHWC_NCHW", "float32")]
+    # fused: the naive kernel on the image as float32 (the NCHW PreNet, same weights)
+    nchw = PreNet().eval()
+    nchw.load_state_dict(net.state_dict())
+    unrounded = nchw(mge.tensor(io_["data"].transpose(0, 3, 1, 2).astype(np.float32)),
+                     mge.tensor(io_["mat"])).numpy()
+    (got,) = load_graph(io.BytesIO(ours["enable_fuse_preprocess"])).run(
+        io_["data"], io_["mat"]).values()
+    assert rel_err(got, unrounded) <= 1e-5
+    (unfused,) = load_graph(io.BytesIO(ours["none"])).run(io_["data"], io_["mat"]).values()
+    assert rel_err(unfused, net(mge.tensor(io_["data"]), mge.tensor(io_["mat"])).numpy()) <= 1e-5
+    assert rel_err(got, unfused) > 1e-4      # the unfused NHWC warp's fixed point and rounding

@@ -86,7 +86,13 @@ def _resize_cubic_ref(x, size, **_):
     return out
 
 
-def _warp_ref(x, mat, mat_idx=None, *, out, border="REPLICATE", border_val=0.0):
+def _warp_ref(x, mat, mat_idx=None, *, out, border="REPLICATE", border_val=0.0,
+              format="NCHW"):
+    """Exact, except NHWC with 1-3 channels: sources rounded (half to even) to 1/32 pixel,
+    as OpenCV's warpPerspective computes them."""
+    fixed = format == "NHWC" and x.shape[3] <= 3
+    if format != "NCHW":
+        x = x.transpose(0, 3, 1, 2)
     res = np.zeros((mat.shape[0], x.shape[1]) + tuple(out))
     for k, m in enumerate(mat.astype(np.float64)):
         img = x[k if mat_idx is None else mat_idx[k]].astype(np.float64)
@@ -95,8 +101,10 @@ def _warp_ref(x, mat, mat_idx=None, *, out, border="REPLICATE", border_val=0.0):
                 d = m[2, 0] * j + m[2, 1] * i + m[2, 2]
                 sx = (m[0, 0] * j + m[0, 1] * i + m[0, 2]) / d
                 sy = (m[1, 0] * j + m[1, 1] * i + m[1, 2]) / d
+                if fixed:
+                    sx, sy = round(sx * 32) / 32, round(sy * 32) / 32
                 res[k, :, i, j] = _bilinear_at(img, sy, sx, border, border_val)
-    return res
+    return res.transpose(0, 2, 3, 1) if format == "NHWC" else res
 
 
 def _remap_ref(x, map_xy, *, border="REPLICATE", scalar=0.0, nearest=False):
@@ -347,6 +355,13 @@ SAMPLES = [
            {"out": (3, 5)}, ref=_warp_ref, tag="mat_idx"),
     Sample("warp_perspective", lambda rng: [_u8(1, 1, 4, 4)(rng), _translation(rng)],
            {"out": (2, 2)}, ref=lambda x, m, out, **p: x[:, :, 1:3, 1:3], tag="uint8"),
+    Sample("warp_perspective", lambda rng: [f32(2, 5, 6, 3)(rng), _perspective(3)(rng),
+                                            np.array([1, 0, 1], np.int32)],
+           {"out": (4, 7), "border": "REFLECT", "format": "NHWC"}, ref=_warp_ref,
+           tag="nhwc"),
+    Sample("warp_perspective", lambda rng: [f32(1, 5, 6, 4)(rng), _perspective(1)(rng)],
+           {"out": (3, 7), "border": "CONSTANT", "border_val": 0.5, "format": "NHWC"},
+           ref=_warp_ref, tag="nhwc-4-channels"),
     Sample("remap", lambda rng: [f32(2, 3, 4, 5)(rng), f32(2, 3, 6, 2, lo=-2, hi=6)(rng)],
            {}, ref=_remap_ref, tag="replicate"),
     *[Sample("remap", lambda rng: [f32(1, 2, 4, 5)(rng), f32(1, 3, 4, 2, lo=-3, hi=7)(rng)],
