@@ -9,7 +9,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .ir import Graph, Var
+from .ir import Graph, Node, Var
 
 
 def evaluate(graph: Graph, inputs: Mapping[Var, np.ndarray], wanted: Iterable[Var],
@@ -27,12 +27,20 @@ def evaluate(graph: Graph, inputs: Mapping[Var, np.ndarray], wanted: Iterable[Va
         if all(v in env for v in node.outputs):
             continue
         try:
-            outs = node.op.run_eager([env[v] for v in node.inputs], node.kwargs)
+            outs = node.op.run_eager([env[v] for v in node.inputs], _run_time_params(node, env))
         except Exception as e:
             e.add_note(f"while interpreting {node}")
             raise
         env.update(zip(node.outputs, outs))
     return {v: env[v] for v in wanted}
+
+
+def _run_time_params(node: Node, env: Mapping[Var, np.ndarray]) -> dict:
+    """The node's params, its `shape` taken from its run-time shape input when it has one:
+    after a value-shaped op the traced shape holds for the traced values only."""
+    if node.op.shape_input and node.op.has_shape_input(len(node.inputs), node.kwargs):
+        return {**node.kwargs, "shape": tuple(int(d) for d in env[node.inputs[-1]])}
+    return node.kwargs
 
 
 def run(graph: Graph, *arrays: np.ndarray) -> list[np.ndarray]:

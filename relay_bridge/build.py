@@ -142,6 +142,10 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
     build goes through the persistent compile cache (compile_cache.py) unless `cache`
     is False or MEGTRACE_COMPILE_CACHE=0."""
     tgt = resolve(target)
+    if any(n.op.value_shaped for n in graph.nodes):
+        # sizes follow each call's values: the interpreter computes the traced shape
+        # arithmetic (F.full((y.shape[0], 1), 0) after y = x[mask]) at run time
+        return InterpretedGraph(graph, tgt)
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     if has_empty_values(graph) or has_unlowered_ops(graph):
         return InterpretedGraph(graph, tgt)

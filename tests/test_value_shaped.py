@@ -143,3 +143,31 @@ def test_picked_rows_combined_after_the_pick_dump_with_default_options(lite, rng
         np.testing.assert_allclose(lite.run_model(path, feeds)["rois"], want, rtol=1e-6)
         np.testing.assert_allclose(mge.load_graph(path)(**feeds).numpy(), want, rtol=1e-6)
     assert len(counts) > 1
+
+
+@pytest.mark.lite
+def test_shape_read_from_a_pick_follows_each_call(lite, rng, tmp_path):
+    """A shape read from a picked result (Faster R-CNN's F.full((rois.shape[0], 1), bid)
+    beside rois): the traced graph's shape arithmetic runs at each call, in megtrace's
+    replay as in the dump MegEngine Lite runs."""
+    def tagged(x):
+        picked = x[x > 0]
+        tag = F.full((picked.shape[0], 1), 7)
+        return F.concat([tag, picked.reshape(-1, 1)], axis=1)
+
+    def numpy_tagged(x):
+        picked = x[x > 0]
+        return np.concatenate([np.full((picked.size, 1), 7, np.float32), picked[:, None]], 1)
+
+    traced = trace(symbolic=True, capture_as_const=True)(tagged)
+    first = rng.standard_normal(24).astype(np.float32)
+    traced(mge.tensor(first))
+    path = tmp_path / "tagged.mge"
+    traced.dump(path, arg_names=["x"], output_names=["y"])
+    counts = set()
+    for x in (first, *(rng.standard_normal(24).astype(np.float32) for _ in range(3))):
+        want = numpy_tagged(x)
+        counts.add(want.shape[0])
+        np.testing.assert_array_equal(traced(mge.tensor(x)).numpy(), want)
+        np.testing.assert_array_equal(lite.run_model(path, {"x": x})["y"], want)
+    assert len(counts) > 1

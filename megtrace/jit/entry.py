@@ -133,12 +133,17 @@ class TraceEntry:
     def exec_graph(self) -> Graph:
         """The graph that runs: declared outputs plus values read from Python while tracing
         (its outputs are `exec_outputs`, in order, possibly as other Vars once simplified),
-        with static shapes: it is compiled for these input shapes."""
+        with static shapes: it is compiled for these input shapes. A graph holding a
+        value-shaped op keeps its run-time shape inputs instead: it runs on the NumPy
+        interpreter, and a shape read from a value-shaped result (F.full((y.shape[0], 1),
+        0) after y = x[mask]) must follow each call's count."""
         n = len(self.out_vars)
         names = [f"output_{i}" for i in range(n)] + \
             [f"required_{i}" for i in range(len(self.exec_outputs) - n)]
-        return self._optimized(self.full_graph.with_outputs(self.exec_outputs, names)
-                               .without_shape_inputs())
+        graph = self.full_graph.with_outputs(self.exec_outputs, names)
+        if not any(node.op.value_shaped for node in graph.nodes):
+            graph = graph.without_shape_inputs()
+        return self._optimized(graph)
 
 
 def weak(t) -> Any:
