@@ -10,7 +10,9 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
 from .resize3d import trilinear
-from .tensor_ops import expand_dims, reshape
+from .math_extra import argsort
+from .tensor_extra import cond_take
+from .tensor_ops import arange, expand_dims, reshape
 
 __all__ = ["cvt_color", "interpolate", "nms", "remap", "roi_align", "roi_pooling", "warp_affine",
            "warp_perspective"]
@@ -217,21 +219,23 @@ def roi_pooling(inp: Tensor, rois: Tensor, output_shape: Union[int, tuple, list]
 
 def nms(boxes: Tensor, scores: Tensor, iou_thresh: float,
         max_output: Optional[int] = None) -> Tensor:
-    """Indices of the boxes kept by non-maximum suppression, by descending score. The
-    count kept depends on the values, so this runs eagerly only."""
+    """Indices of the boxes kept by non-maximum suppression, by descending score. Built
+    from graph ops as MegEngine builds it (argsort, NMSKeep, then the first `count` kept
+    indices), so a trace records it: the count depends on the values, and the graph
+    takes it with CondTake (value-shaped, like boolean-mask indexing)."""
     boxes = require_tensor("nms", boxes)
     scores = require_tensor("nms", scores)
     assert boxes.ndim == 2 and boxes.shape[1] == 4, "the expected shape of boxes is (N, 4)"
     assert scores.ndim == 1, "the expected shape of scores is (N,)"
     assert boxes.shape[0] == scores.shape[0], "number of boxes and scores are not matched"
-    order = np.argsort(-scores.numpy(), kind="stable").astype(np.int32)
+    order = argsort(scores.detach(), descending=True)
     if max_output is None:
         max_output = boxes.shape[0]
-    sorted_boxes = cast(boxes, "float32").numpy()[order]
-    indices, count = apply("nms_keep", Tensor(sorted_boxes), iou_thresh=float(iou_thresh),
+    sorted_boxes = cast(boxes.detach(), "float32")[order]
+    indices, count = apply("nms_keep", sorted_boxes, iou_thresh=float(iou_thresh),
                            max_output=int(max_output))
-    kept = indices.numpy()[:int(count.numpy()[0])]
-    return Tensor(order[kept].astype(np.int32))
+    kept, _ = cond_take(arange(int(max_output), dtype="int32") < count, indices)
+    return order[kept]
 
 
 def deformable_psroi_pooling(inp: Tensor, rois: Tensor, trans: Tensor, no_trans: bool,

@@ -2,7 +2,8 @@
 and nms_keep (MegEngine's NMSKeep: greedy suppression of score-sorted boxes).
 
 roi_pooling and nms_keep have data-dependent loops (bin extents, the kept set) and no
-Relax lowering: they run eagerly only, and megtrace does not write them to .mge.
+Relax lowering; both are written to .mge as MegEngine's oprs. F.vision.nms takes the
+first `count` kept indices with cond_take, so a traced nms runs on the NumPy interpreter.
 """
 from __future__ import annotations
 
