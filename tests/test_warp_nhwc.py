@@ -12,9 +12,12 @@ from conftest import rel_err
 
 import megtrace as mge
 import megtrace.functional as F
+from megtrace.autodiff import GradManager
 from megtrace.fbs.reader import read_model
 from megtrace.graph_io import load_graph
+from megtrace.ir import TensorType
 from megtrace.jit import trace
+from megtrace.ops import get
 
 GOLDEN = np.load(Path(__file__).parent / "data" / "megengine_warp_nhwc.npz")
 CASES = sorted({k.split("/")[0] for k in GOLDEN.files})
@@ -119,8 +122,6 @@ def test_dump_runs_in_megengine_lite(name, lite_results):
 
 
 def test_nhwc_refuses_a_fused_dtype_and_has_no_gradient():
-    from megtrace.ops import get
-    from megtrace.ir import TensorType
     op = get("warp_perspective")
     x, mat = TensorType((1, 4, 4, 3), "uint8"), TensorType((1, 3, 3), "float32")
     with pytest.raises(ValueError, match="needs format NCHW or NHWC_NCHW"):
@@ -128,7 +129,6 @@ def test_nhwc_refuses_a_fused_dtype_and_has_no_gradient():
                  format="NHWC")
     assert op.infer(x, mat, out=(2, 5), border="REPLICATE", border_val=0.0,
                     format="NHWC").shape == (1, 2, 5, 3)
-    from megtrace.autodiff import GradManager
     img = mge.tensor(np.ones((1, 4, 4, 3), np.float32))
     gm = GradManager().attach([img])
     with pytest.raises(NotImplementedError, match="no gradient in format NHWC"):

@@ -1,7 +1,7 @@
 """Geometric image ops, as MegEngine's megdnn kernels compute them: resize (Resize),
 warp_perspective (WarpPerspective), remap (Remap), warp_affine (WarpAffine). NCHW
-images (warp_affine and warp_perspective also NHWC); the output size is a parameter, written to .mge as the
-Int32 shape input MegEngine's oprs take.
+images (warp_affine and warp_perspective also NHWC); the output size is a parameter,
+written to .mge as the Int32 shape input MegEngine's oprs take.
 
 Their Relax lowerings are gathers no lift converter could bring back, so they are
 `opaque_in_optimize`: TVM's inference passes see them as one call and dumps write them
