@@ -177,5 +177,9 @@ def _valid_lines(path: Path, accept) -> list[str] | None:
     dropped = sum(1 for line in raw if line.strip()) - len(kept)
     if dropped:
         log.warning("tuning: dropped %d torn or inconsistent line(s) of %s", dropped, path)
-        atomic_io.write_text(path, "".join(line + "\n" for line in kept))
+    clean = "".join(line + "\n" for line in kept)
+    if dropped or clean != "".join(line + "\n" for line in raw):
+        # blank lines go too: TVM's loader parses lines on worker threads, and a line of
+        # only whitespace (\v, \f, ...) makes its parser throw there: a segfault
+        atomic_io.write_text(path, clean)
     return kept
