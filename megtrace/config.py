@@ -1,6 +1,7 @@
 """`megtrace.config`: MegEngine's global execution settings (`megengine.config`).
 
-`_compute_mode` ("default" or "float32") overrides the compute_mode argument of
+`megtrace.core._config` is this module (MegEngine's `megengine.core._config`, which
+`megengine.config` re-exports). `_compute_mode` ("default" or "float32") overrides the compute_mode argument of
 convolutions and matrix products when it is not "default"; `_override(...)` sets
 settings for a `with` block. The kernel-selection flags (benchmark_kernel,
 deterministic_kernel) and async_level are kept for compatibility: megtrace's NumPy
@@ -21,7 +22,10 @@ benchmark_kernel: bool = False
 deterministic_kernel: bool = False
 benchmark_with_subprocess: bool = False
 disable_memory_forwarding: bool = False
-_compute_mode: str = "default"
+# the setting itself, under MegEngine's module-level name: user code sets it directly
+# (`from megengine.core import _config; _config.__compute_mode = "float32"`, as the model
+# zoo's CLIP does); `_compute_mode` below reads and writes it
+globals()["__compute_mode"] = "default"
 _conv_format: str = "default"
 _bn_format: str = "dim_1c11"
 _auto_format_convert: bool = False
@@ -29,7 +33,16 @@ _async_level: int = 2
 
 
 class _ConfigModule(types.ModuleType):
-    """Validates `async_level` on assignment, as MegEngine's property does."""
+    """Validates `async_level` on assignment, as MegEngine's property does; `_compute_mode`
+    is the module's `__compute_mode`."""
+
+    @property
+    def _compute_mode(self) -> str:
+        return self.__dict__["__compute_mode"]
+
+    @_compute_mode.setter
+    def _compute_mode(self, mode: str) -> None:
+        self.__dict__["__compute_mode"] = mode
 
     @property
     def async_level(self) -> int:

@@ -36,11 +36,19 @@ def evaluate(graph: Graph, inputs: Mapping[Var, np.ndarray], wanted: Iterable[Va
 
 
 def _run_time_params(node: Node, env: Mapping[Var, np.ndarray]) -> dict:
-    """The node's params, its `shape` taken from its run-time shape input when it has one:
-    after a value-shaped op the traced shape holds for the traced values only."""
-    if node.op.shape_input and node.op.has_shape_input(len(node.inputs), node.kwargs):
+    """The node's params, its `shape` or slice bounds taken from its run-time inputs when
+    it has them: after a value-shaped op the traced values hold for the traced call only."""
+    n_run_time = node.op.run_time_inputs(len(node.inputs), node.kwargs)
+    if not n_run_time:
+        return node.kwargs
+    if node.op.shape_input:
         return {**node.kwargs, "shape": tuple(int(d) for d in env[node.inputs[-1]])}
-    return node.kwargs
+    # slice bounds (OpDef.int_inputs): the rows' given bounds, in order, are the inputs
+    key = "index" if "index" in node.kwargs else "slices"
+    values = iter(int(env[v]) for v in node.inputs[-n_run_time:])
+    rows = tuple((row[0], *(b if b is None else next(values) for b in row[1:]))
+                 for row in node.kwargs[key])
+    return {**node.kwargs, key: rows}
 
 
 def run(graph: Graph, *arrays: np.ndarray) -> list[np.ndarray]:

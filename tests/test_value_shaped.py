@@ -171,3 +171,29 @@ def test_shape_read_from_a_pick_follows_each_call(lite, rng, tmp_path):
         np.testing.assert_array_equal(traced(mge.tensor(x)).numpy(), want)
         np.testing.assert_array_equal(lite.run_model(path, {"x": x})["y"], want)
     assert len(counts) > 1
+
+
+@pytest.mark.lite
+def test_slice_bounds_read_from_a_pick_follow_each_call(lite, rng, tmp_path):
+    """Slice bounds computed from a picked result's size (`x[:y.shape[0]]`,
+    `x[y.shape[0] - 1]`) follow each call in megtrace's replay and in Lite."""
+    def head(x):
+        picked = x[x > 0]
+        return x[:picked.shape[0]] * 2, x[picked.shape[0] - 1]
+
+    traced = trace(symbolic=True, capture_as_const=True)(head)
+    first = rng.standard_normal(24).astype(np.float32)
+    traced(mge.tensor(first))
+    path = tmp_path / "head.mge"
+    traced.dump(path, arg_names=["x"], output_names=["h", "last"])
+    counts = set()
+    for x in (first, *(rng.standard_normal(24).astype(np.float32) for _ in range(3))):
+        n = int((x > 0).sum())
+        counts.add(n)
+        want = [x[:n] * 2, x[n - 1]]
+        got = [t.numpy() for t in traced(mge.tensor(x))]
+        outs = lite.run_model(path, {"x": x})
+        for g, name, w in zip(got, ["h", "last"], want):
+            np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(outs[name].reshape(np.shape(w)), w)
+    assert len(counts) > 1

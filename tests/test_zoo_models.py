@@ -15,7 +15,7 @@ import megtrace.module as M
 from megtrace.jit import trace
 
 DATA = Path(__file__).resolve().parent / "data" / "zoo_golden"
-GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator"]
+GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator", "shufflenet_v1"]
 
 # Families that need a piece still missing from megtrace: strict xfail, so each turns into
 # an error the day the piece lands (then delete its line). MISSING applies to every test,

@@ -1,5 +1,6 @@
 """Golden outputs of some zoo families (tests/zoo_models) from the real MegEngine 1.13, run in
-the megref chroot: `../shared/megref/mpy tests/data/make_zoo_golden.py` (from the checkout).
+the megref chroot: `../shared/megref/mpy tests/data/make_zoo_golden.py` (from the checkout);
+family names as arguments make only those.
 
 The model files are imported with `megtrace` aliased to `megengine`, so MegEngine runs the very
 code the tests run. For each family: build it (NumPy seed 0), give its BatchNorms random
@@ -23,13 +24,13 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from zoo_models import FAMILIES  # noqa: E402
 
-GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator"]
+GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator", "shufflenet_v1"]
 OUT = os.path.join(HERE, "zoo_golden")
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for name in GOLDEN:
+    for name in sys.argv[1:] or GOLDEN:
         build, make_inputs = FAMILIES[name]
         np.random.seed(0)
         rng = np.random.default_rng(0)

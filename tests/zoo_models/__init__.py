@@ -19,6 +19,7 @@ from .mobilenet import mobilenet_v2_tiny
 from .resnet import resnet_tiny, resnext_tiny
 from .retinanet import RetinaNet
 from .shufflenet import shufflenet_tiny
+from .shufflenet_v1 import ShuffleNetV1
 from .simplebaseline import SimpleBaseline
 
 
@@ -44,6 +45,7 @@ FAMILIES: dict[str, tuple[Callable, Callable]] = {
     "resnet": (resnet_tiny, _image(64)),
     "resnext": (resnext_tiny, _image(64)),
     "shufflenet_v2": (shufflenet_tiny, _image(64)),
+    "shufflenet_v1": (ShuffleNetV1, _image(64)),
     "mobilenet_v2": (mobilenet_v2_tiny, _image(64)),
     "retinanet_fpn": (RetinaNet, lambda b, rng: {"data": rng.uniform(
         0, 255, (b, 3, 64, 64)).astype(np.float32)}),
