@@ -1,4 +1,6 @@
-"""megengine.data.dataset: dataset bases (vision datasets reading local files come in .vision)."""
+"""megengine.data.dataset: dataset bases and the vision datasets that read local files."""
 from .meta_dataset import ArrayDataset, ConcatDataset, Dataset, StreamDataset
+from .vision import *  # noqa: F401,F403 - MegEngine exports the vision datasets here
+from .vision import __all__ as _vision_all
 
-__all__ = ["ArrayDataset", "ConcatDataset", "Dataset", "StreamDataset"]
+__all__ = ["ArrayDataset", "ConcatDataset", "Dataset", "StreamDataset", *_vision_all]
