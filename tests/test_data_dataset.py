@@ -76,3 +76,18 @@ def test_cifar_pickle_cannot_run_code(tmp_path):
             pickle.dump({b"data": np.zeros((1, 3072), np.uint8), b"labels": [_Evil()]}, f)
     with pytest.raises(UnsafePickleError):
         CIFAR10(str(tmp_path), download=False)
+
+
+def test_imagenet_reads_extracted_folders(fixtures, tmp_path):
+    from megtrace.data.dataset import ImageNet
+    root, ours = fixtures
+    os.symlink(os.path.join(root, "folder"), tmp_path / "val")
+    ds = ImageNet(str(tmp_path), train=False)
+    assert len(ds) == int(ours["folder/len"])
+    for i in range(len(ds)):
+        np.testing.assert_array_equal(ds[i][0], ours["folder/%d/0" % i])
+        assert ds[i][1] == ours["folder/%d/1" % i]
+    with pytest.raises(FileNotFoundError, match="expected image folder .*train does not exist, and raw files"):
+        ImageNet(str(tmp_path), train=True)
+    with pytest.raises(FileNotFoundError, match="dir .*absent does not exist"):
+        ImageNet(str(tmp_path / "absent"))

@@ -26,7 +26,7 @@ from .transform import PseudoTransform, Transform
 __all__ = ["DataLoader", "WorkerInfo", "get_worker_info"]
 
 logger = get_logger(__name__)
-POLL_S = 5.0
+POLL_S = 1.0  # how often a blocked wait checks that the workers are alive
 
 
 def raise_timeout_error():
