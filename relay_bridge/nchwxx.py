@@ -24,6 +24,8 @@ from megtrace.ir import Graph, Var
 from megtrace.ops import MgeOpr, get
 from megtrace.ops.nchwxx import to_blocked, weight_to_blocked
 
+from .layout_rewriter import LayoutRewriter
+
 _ELEMWISE_TYPES = ("Elemwise", "TypeCvtV2", "PowC", "ElemwiseMultiType")
 # NCHW ops whose blocked form (megtrace/ops/nchwxx.py) takes a blocked input as is
 _BLOCKED_FORMS = {"pool2d": "pool2d_nchwxx", "adaptive_pool2d": "adaptive_pool2d_nchwxx",
@@ -32,6 +34,7 @@ _BLOCKED_FORMS = {"pool2d": "pool2d_nchwxx", "adaptive_pool2d": "adaptive_pool2d
 
 def _is_elemwise(op) -> bool:
     return isinstance(op.mge, MgeOpr) and op.mge.type in _ELEMWISE_TYPES
+
 
 
 def _hybrid_ok(node, w_shape, p: int) -> bool:
@@ -63,20 +66,10 @@ def conv_case(node, w_shape: tuple, p: int) -> str | None:
     return None
 
 
-class _Rewriter:
+class _Rewriter(LayoutRewriter):
     def __init__(self, graph: Graph, p: int):
-        self.g, self.p = graph, p
-        self.new = Graph(list(graph.inputs), {}, [], [], list(graph.input_names))
-        self.remap: dict[Var, Var] = {}
-        self.blocked: set[Var] = set()
-        self._nchw: dict[Var, Var] = {}
-        self._to_blocked: dict[Var, Var] = {}
-
-    def value(self, v: Var) -> Var:
-        return self.remap.get(v, v)
-
-    def const(self, v: Var):
-        return self.new.consts.get(v)
+        super().__init__(graph)
+        self.p = p
 
     def _dims(self, v: Var, picks: tuple) -> Var:
         """A run-time shape for a reshape of v: each pick is an axis of v's shape (read by
@@ -99,42 +92,27 @@ class _Rewriter:
         (out,) = self.new.add_node(get("make_shape"), parts)
         return out
 
-    def nchw(self, v: Var) -> Var:
-        """v as NCHW (Dimshuffle + Reshape when it is blocked)."""
-        if v not in self.blocked:
-            return v
-        if v not in self._nchw:
-            n, cb, h, w, p = v.type.shape
-            (t,) = self.new.add_node(get("transpose"), [v], {"pattern": (0, 1, 4, 2, 3)})
-            shape = self._dims(t, (0, (1, p), 3, 4))
-            (self._nchw[v],) = self.new.add_node(get("reshape"), [t, shape],
-                                                 {"shape": (n, cb * p, h, w)}, v.name_hint)
-        return self._nchw[v]
+    def convert_const(self, value):
+        return to_blocked(value, self.p)
 
-    def block(self, v: Var) -> Var:
-        """A 4-d v (channels a multiple of p) in the blocked layout."""
-        if v in self.blocked:
-            return v
-        if v not in self._to_blocked:
-            value = self.const(v)
-            if value is not None:
-                out = self.new.add_const(to_blocked(value, self.p), v.name_hint)
-            else:
-                n, c, h, w = v.type.shape
-                shape = self._dims(v, (0, np.int32(c // self.p), np.int32(self.p), 2, 3))
-                (r,) = self.new.add_node(get("reshape"), [v, shape],
-                                         {"shape": (n, c // self.p, self.p, h, w)})
-                (out,) = self.new.add_node(get("transpose"), [r], {"pattern": (0, 1, 3, 4, 2)},
-                                           v.name_hint)
-            self.blocked.add(out)
-            self._to_blocked[v] = out
-        return self._to_blocked[v]
+    def emit_to_nchw(self, v: Var) -> Var:
+        """Dimshuffle + Reshape, as MegEngine writes the relayout."""
+        n, cb, h, w, p = v.type.shape
+        (t,) = self.new.add_node(get("transpose"), [v], {"pattern": (0, 1, 4, 2, 3)})
+        shape = self._dims(t, (0, (1, p), 3, 4))
+        (out,) = self.new.add_node(get("reshape"), [t, shape], {"shape": (n, cb * p, h, w)},
+                                   v.name_hint)
+        return out
 
-    def add(self, node, op, ins, params, blocked: bool):
-        outs = self.new.add_node(op, ins, params, node.outputs[0].name_hint)
-        if blocked:
-            self.blocked.update(outs)
-        self.remap.update(zip(node.outputs, outs))
+    def emit_to_layout(self, v: Var) -> Var:
+        """A 4-d v (channels a multiple of p): Reshape + Dimshuffle."""
+        n, c, h, w = v.type.shape
+        shape = self._dims(v, (0, np.int32(c // self.p), np.int32(self.p), 2, 3))
+        (r,) = self.new.add_node(get("reshape"), [v, shape],
+                                 {"shape": (n, c // self.p, self.p, h, w)})
+        (out,) = self.new.add_node(get("transpose"), [r], {"pattern": (0, 1, 3, 4, 2)},
+                                   v.name_hint)
+        return out
 
     # -- per op ----------------------------------------------------------------------------
     def conv(self, node, ins) -> bool:
@@ -144,45 +122,45 @@ class _Rewriter:
         case = conv_case(node, w.shape, self.p)
         if case is None:
             return False
-        x = ins[0] if case == "hybrid" else self.block(ins[0])
-        if case == "hybrid" and x in self.blocked:
+        x = ins[0] if case == "hybrid" else self.to_layout(ins[0])
+        if case == "hybrid" and x in self.converted:
             return False
         args = [x, self.new.add_const(weight_to_blocked(w, case, self.p), ins[1].name_hint)]
         if node.op.name == "conv_bias":
             b = ins[2]
-            args.append(self.block(b) if b.type.ndim == 4 else b)
+            args.append(self.to_layout(b) if b.type.ndim == 4 else b)
         op = get("conv_bias_nchwxx" if node.op.name == "conv_bias" else "conv2d_nchwxx")
-        self.add(node, op, args, dict(node.kwargs), blocked=True)
+        self.add(node, op, args, dict(node.kwargs), converted=True)
         return True
 
     def elemwise(self, node, ins, params=None) -> bool:
         """MegEngine's replace_multi_inp_opr (Elemwise, TypeCvt, Concat, ...)."""
-        if not any(v in self.blocked for v in ins):
+        if not any(v in self.converted for v in ins):
             return False
-        fits = all(v in self.blocked or v.type.size == 1 or
+        fits = all(v in self.converted or v.type.size == 1 or
                    (v.type.ndim == 4 and v.type.shape[1] % self.p == 0) for v in ins)
         if not fits:
             return False
-        args = [v if v in self.blocked or v.type.size == 1 else self.block(v) for v in ins]
+        args = [v if v in self.converted or v.type.size == 1 else self.to_layout(v) for v in ins]
         self.add(node, node.op, args, dict(node.kwargs) if params is None else params,
-                 blocked=True)
+                 converted=True)
         return True
 
     def concat(self, node, ins) -> bool:
         """Blocked inputs concatenate along the same axis (C/p for the channels)."""
         axis = node.kwargs["axis"]
-        if not all(v.type.ndim == 4 or v in self.blocked for v in ins) or not -4 <= axis < 4:
+        if not all(v.type.ndim == 4 or v in self.converted for v in ins) or not -4 <= axis < 4:
             return False
         return self.elemwise(node, ins, {**node.kwargs, "axis": axis % 4})
 
     def reduce(self, node, ins) -> bool:
         kw = node.kwargs
         axes = kw["axis"] if isinstance(kw["axis"], tuple) else (kw["axis"],)
-        if ins[0] not in self.blocked or not kw["keepdims"] or \
+        if ins[0] not in self.converted or not kw["keepdims"] or \
                 not set(axes) <= {2, 3, -2, -3}:
             return False
         axes = tuple(a % 4 for a in axes)
-        self.add(node, node.op, ins, {**kw, "axis": axes}, blocked=True)
+        self.add(node, node.op, ins, {**kw, "axis": axes}, converted=True)
         return True
 
     def node(self, node) -> None:
@@ -190,8 +168,8 @@ class _Rewriter:
         name = node.op.name
         if name in ("conv2d", "conv_bias") and self.conv(node, ins):
             return
-        if name in _BLOCKED_FORMS and ins[0] in self.blocked:
-            self.add(node, get(_BLOCKED_FORMS[name]), ins, dict(node.kwargs), blocked=True)
+        if name in _BLOCKED_FORMS and ins[0] in self.converted:
+            self.add(node, get(_BLOCKED_FORMS[name]), ins, dict(node.kwargs), converted=True)
             return
         if _is_elemwise(node.op) and self.elemwise(node, ins):
             return
@@ -199,16 +177,7 @@ class _Rewriter:
             return
         if name == "reduce" and self.reduce(node, ins):
             return
-        self.add(node, node.op, [self.nchw(v) for v in ins], dict(node.kwargs), blocked=False)
-
-    def run(self) -> Graph:
-        for var, value in self.g.consts.items():
-            self.new.consts[var] = value
-        for node in self.g.nodes:
-            self.node(node)
-        outs = [self.nchw(self.value(v)) for v in self.g.outputs]
-        self.new.set_outputs(outs, self.g.output_names)
-        return self.new.prune()
+        self.keep_nchw(node, ins)
 
 
 def convert_to_nchwxx(graph: Graph, pack: int) -> Graph:

@@ -27,6 +27,8 @@ from megtrace.ir import Graph, Var
 from megtrace.ops import MgeOpr, get
 from megtrace.ops.nhwcd4 import to_cd4, weight_to_cd4
 
+from .layout_rewriter import LayoutRewriter
+
 # NCHW axis -> NHWCD4 axis for a Concat (MegEngine refuses W: axis 3)
 _CONCAT_AXIS = {0: 0, 1: 2, 2: 1}
 
@@ -35,48 +37,19 @@ def _is_elemwise(op) -> bool:
     return isinstance(op.mge, MgeOpr) and op.mge.type == "Elemwise"
 
 
-class _Rewriter:
-    def __init__(self, graph: Graph):
-        self.g = graph
-        self.new = Graph(list(graph.inputs), {}, [], [], list(graph.input_names))
-        self.remap: dict[Var, Var] = {}
-        self.cd4: set[Var] = set()
-        self._nchw: dict[Var, Var] = {}
-        self._to_cd4: dict[Var, Var] = {}
+class _Rewriter(LayoutRewriter):
+    def convert_const(self, value):
+        return to_cd4(value)
 
-    def value(self, v: Var) -> Var:
-        return self.remap.get(v, v)
+    def emit_to_nchw(self, v: Var) -> Var:
+        (out,) = self.new.add_node(get("relayout_format"), [v], {"mode": "NHWCD4I_NCHW"},
+                                   v.name_hint)
+        return out
 
-    def const(self, v: Var):
-        return self.new.consts.get(v)
-
-    def nchw(self, v: Var) -> Var:
-        if v not in self.cd4:
-            return v
-        if v not in self._nchw:
-            (self._nchw[v],) = self.new.add_node(get("relayout_format"), [v],
-                                                 {"mode": "NHWCD4I_NCHW"}, v.name_hint)
-        return self._nchw[v]
-
-    def to_cd4(self, v: Var) -> Var:
-        if v in self.cd4:
-            return v
-        if v not in self._to_cd4:
-            value = self.const(v)
-            if value is not None:
-                out = self.new.add_const(to_cd4(value), v.name_hint)
-            else:
-                (out,) = self.new.add_node(get("relayout_format"), [v],
-                                           {"mode": "NCHW_NHWCD4I"}, v.name_hint)
-            self.cd4.add(out)
-            self._to_cd4[v] = out
-        return self._to_cd4[v]
-
-    def add(self, node, op, ins, params, cd4: bool):
-        outs = self.new.add_node(op, ins, params, node.outputs[0].name_hint)
-        if cd4:
-            self.cd4.update(outs)
-        self.remap.update(zip(node.outputs, outs))
+    def emit_to_layout(self, v: Var) -> Var:
+        (out,) = self.new.add_node(get("relayout_format"), [v], {"mode": "NCHW_NHWCD4I"},
+                                   v.name_hint)
+        return out
 
     # -- per op ----------------------------------------------------------------------------
     def conv(self, node, ins) -> bool:
@@ -91,43 +64,44 @@ class _Rewriter:
         else:
             group, ocpg, icpg = w.shape[:3]
             kind = "channel" if ocpg == icpg == 1 else "group"
-        if x in self.cd4:
+        if x in self.converted:
             if ocpg % 4 and kind != "channel":
                 return False
         elif ocpg % 4 or (icpg % 4 and group != 1):
             return False
-        args = [self.to_cd4(x), self.new.add_const(weight_to_cd4(w, kind), ins[1].name_hint)]
+        args = [self.to_layout(x), self.new.add_const(weight_to_cd4(w, kind), ins[1].name_hint)]
         if node.op.name == "conv_bias":
             b = ins[2]
-            args.append(self.to_cd4(b) if b.type.ndim == 4 else b)
+            args.append(self.to_layout(b) if b.type.ndim == 4 else b)
         name = "conv_bias_nhwcd4" if node.op.name == "conv_bias" else "conv2d_nhwcd4"
         params = {**node.kwargs, "sparse": "DENSE" if kind == "dense" else "GROUP"}
-        self.add(node, get(name), args, params, cd4=True)
+        self.add(node, get(name), args, params, converted=True)
         return True
 
     def pool(self, node, ins) -> bool:
         x = ins[0]
-        if x not in self.cd4 and x.type.shape[1] % 4:
+        if x not in self.converted and x.type.shape[1] % 4:
             return False
-        self.add(node, get("pool2d_nhwcd4"), [self.to_cd4(x)], dict(node.kwargs), cd4=True)
+        self.add(node, get("pool2d_nhwcd4"), [self.to_layout(x)], dict(node.kwargs), converted=True)
         return True
 
     def _fits(self, v: Var) -> bool:
-        return v in self.cd4 or (v.type.ndim == 4 and v.type.shape[1] % 4 == 0) or \
+        return v in self.converted or (v.type.ndim == 4 and v.type.shape[1] % 4 == 0) or \
             (v.type.ndim <= 1 and v.type.size == 1)
 
     def elemwise(self, node, ins) -> bool:
         if not all(self._fits(v) for v in ins):
             return False
-        args = [self.to_cd4(v) if v.type.ndim == 4 else v for v in ins]
-        self.add(node, node.op, args, dict(node.kwargs), cd4=True)
+        args = [self.to_layout(v) if v.type.ndim == 4 else v for v in ins]
+        self.add(node, node.op, args, dict(node.kwargs), converted=True)
         return True
 
     def concat(self, node, ins) -> bool:
         axis = node.kwargs["axis"]
-        if not all(v in self.cd4 for v in ins) or not -4 <= axis < 4 or axis % 4 == 3:
+        if not all(v in self.converted for v in ins) or not -4 <= axis < 4 or axis % 4 == 3:
             return False
-        self.add(node, node.op, ins, {**node.kwargs, "axis": _CONCAT_AXIS[axis % 4]}, cd4=True)
+        self.add(node, node.op, ins, {**node.kwargs, "axis": _CONCAT_AXIS[axis % 4]},
+                 converted=True)
         return True
 
     def node(self, node) -> None:
@@ -141,16 +115,7 @@ class _Rewriter:
             return
         if name == "concat" and self.concat(node, ins):
             return
-        self.add(node, node.op, [self.nchw(v) for v in ins], dict(node.kwargs), cd4=False)
-
-    def run(self) -> Graph:
-        for var, value in self.g.consts.items():
-            self.new.consts[var] = value
-        for node in self.g.nodes:
-            self.node(node)
-        outs = [self.nchw(self.value(v)) for v in self.g.outputs]
-        self.new.set_outputs(outs, self.g.output_names)
-        return self.new.prune()
+        self.keep_nchw(node, ins)
 
 
 def convert_to_nhwcd4(graph: Graph) -> Graph:
