@@ -163,7 +163,8 @@ def _valid_lines(path: Path, accept) -> list[str] | None:
     rewritten without the others (warning). None when the file does not exist."""
     if not path.is_file():
         return None
-    raw = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+    data = path.read_bytes()
+    raw = data.decode("utf-8", errors="replace").splitlines()
     kept = []
     for line in raw:
         if not line.strip():
@@ -178,7 +179,7 @@ def _valid_lines(path: Path, accept) -> list[str] | None:
     if dropped:
         log.warning("tuning: dropped %d torn or inconsistent line(s) of %s", dropped, path)
     clean = "".join(line + "\n" for line in kept)
-    if dropped or clean != "".join(line + "\n" for line in raw):
+    if clean.encode() != data:
         # blank lines go too: TVM's loader parses lines on worker threads, and a line of
         # only whitespace (\v, \f, ...) makes its parser throw there: a segfault
         atomic_io.write_text(path, clean)

@@ -16,7 +16,7 @@ from .. import module as M
 from ..tensor import Parameter, Tensor
 from .expr import CallFunction, CallMethod, Constant, Expr, GetAttr
 from .node import ModuleNode, TensorNode
-from .utils import get_subattr
+from .utils import get_subattr, rewrite_to_fixpoint
 
 _ADD_METHODS = ("__add__", "__radd__")
 _MUL_METHODS = ("__mul__", "__rmul__")
@@ -24,16 +24,7 @@ _MUL_METHODS = ("__mul__", "__rmul__")
 
 def backward_fold_scale(module) -> None:
     """Fold constant scalings of `module`'s top graph into its convolutions, in place."""
-    graph = module.graph
-    owner = graph._inputs[0].owner
-    changed = True
-    while changed:
-        changed = False
-        for expr in list(graph._exprs):
-            if expr in graph._exprs and _fold_mul(owner, graph, expr):
-                graph.compile()
-                changed = True
-                break
+    rewrite_to_fixpoint(module, _fold_mul)
 
 
 # -- constants --------------------------------------------------------------------------

@@ -13,22 +13,14 @@ from ..tensor import Tensor
 from .expr import CallMethod, Expr
 from .fold_scale import _ADD_METHODS, _MUL_METHODS, _binary, _const_value, _set_operand
 from .node import TensorNode
+from .utils import rewrite_to_fixpoint
 
 _KINDS = (("add", _ADD_METHODS, F.add, np.add), ("mul", _MUL_METHODS, F.mul, np.multiply))
 
 
 def fuse_add_mul(module) -> None:
     """Fold chains of constant additions / multiplications in `module`'s top graph."""
-    graph = module.graph
-    owner = graph._inputs[0].owner
-    changed = True
-    while changed:
-        changed = False
-        for expr in list(graph._exprs):
-            if expr in graph._exprs and _fold_pair(owner, graph, expr):
-                graph.compile()
-                changed = True
-                break
+    rewrite_to_fixpoint(module, _fold_pair)
 
 
 def _split(owner, expr: Expr):

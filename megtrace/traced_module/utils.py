@@ -78,3 +78,19 @@ def _convert_kwargs_to_args(func: Callable, args: tuple, kwargs: dict,
                             is_bounded: bool = False) -> tuple[tuple, dict]:
     """MegEngine's name and signature for `convert_kwargs_to_args`."""
     return convert_kwargs_to_args(func, args, kwargs, bound=is_bounded)
+
+
+def rewrite_to_fixpoint(module: Module, step: Callable) -> None:
+    """Apply `step(owner, graph, expr)` (True when it rewrote the graph) to the exprs of
+    `module`'s top graph, recompiling and starting over after each rewrite, until none
+    applies: the driver of the traced_module optimization passes."""
+    graph = module.graph
+    owner = graph._inputs[0].owner
+    changed = True
+    while changed:
+        changed = False
+        for expr in list(graph._exprs):
+            if expr in graph._exprs and step(owner, graph, expr):
+                graph.compile()
+                changed = True
+                break
