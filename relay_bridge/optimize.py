@@ -181,7 +181,8 @@ def _bias_before_bn(mod):
 
 def _arith_fusion(g: Graph, fuse_conv_bias: bool) -> Graph:
     """MegEngine's arithmetic fusion on the lifted graph: add+relu -> FUSE_ADD_RELU,
-    mul+add -> FUSE_MUL_ADD3, and (with fuse_conv_bias) conv+bias[+relu] -> ConvBias."""
+    mul+add -> FUSE_MUL_ADD3, and (with fuse_conv_bias) conv+bias[+relu] -> ConvBias, a
+    conv plus a tensor of its output's shape (a residual) -> ConvBias with that bias."""
     users, producer, outputs = g.users(), g.producers(), set(g.outputs)
     relu, add, mul, conv = get("relu"), get("add"), get("mul"), get("conv2d")
 
