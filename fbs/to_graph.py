@@ -184,7 +184,8 @@ def _h2d(g, opr, ins, input_types):
 def _consts(g, opr, ins, _):
     if not opr.tensors or any(t.data is None for t in opr.tensors):
         raise FormatError(f"{opr.type} load with no tensor data")
-    return [g.add_const(t.data, t.name or "") for t in opr.tensors]
+    return [g.add_const(t.data, t.name or (opr.name if len(opr.tensors) == 1 else "") or "")
+            for t in opr.tensors]
 
 
 @rule("Identity", "Copy")
