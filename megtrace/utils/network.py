@@ -13,6 +13,7 @@ import fnmatch
 import re
 from typing import Any, Callable, Dict, Iterable, List, Sequence
 
+from ..errors import UnsupportedModelError
 from ..logger import get_logger
 from ..serialization import load
 from . import network_node as N
@@ -45,6 +46,11 @@ class Network:
         # lazy: load_graph pulls in the .mge reader (flatbuffers)
         from ..graph_io import load_graph
         loaded = load_graph(model_path)
+        if loaded.graph is None:
+            raise UnsupportedModelError(
+                "Network.load: the model's shapes depend on its values "
+                f"({', '.join(loaded.value_shaped_oprs)}) in a way megtrace cannot show as a "
+                "static graph")
         self = cls()
         self._metadata = loaded.metadata
         outputs = adopt(loaded.graph)
