@@ -93,6 +93,8 @@ def main():
         "data_readers": [o.type for o in net.opr_filter.has_input(
             net.var_filter.name("data").as_unique())],
         "param_shapes": sorted(list(o.shape) for o in net.params_filter),
+        "opr_names": [o.name for o in net.all_oprs],
+        "var_names": [v.name for v in net.all_vars],
     }
     golden["unchanged"] = run(net, inputs)
 
