@@ -241,3 +241,34 @@ def test_view_of_megengine_fixtures(name, fixtures_dir):
         return              # megtrace's FBS (V1) reader keeps no var names
     assert [v.name for v in net.all_vars] == \
         [n for n in want["var_names"] if n not in SHAPE_VAR_NAMES]
+
+
+def test_load_with_outspec():
+    part = Network.load(str(DATA / "model.mge"), outspec=["RELU", "pooled"])
+    want = GOLDEN["outspec"]
+    assert [o.type for o in part.all_oprs] == want["oprs"]
+    assert [v.name for v in part.output_vars] == want["outputs"]
+    assert [v.name for v in part.input_vars] == want["inputs"]
+    with pytest.raises(AssertionError, match="Can not find"):
+        Network.load(str(DATA / "model.mge"), outspec=["nothing"])
+
+
+def test_dump_optimized_for_inference_runs_in_lite(lite, tmp_path):
+    net = load()
+    f = io.BytesIO()
+    net.dump(f)                       # optimize_for_inference=True, MegEngine's default
+    data = f.getvalue()
+    again = Network.load(io.BytesIO(data))
+    assert again.metadata["optimized_for_inference"] is True
+    assert "FUSE_ADD_RELU" in [o.params.get("mode") for o in again.all_oprs]
+    check(data, INPUTS, GOLDEN["unchanged"], lite, tmp_path, tol=1e-4)
+
+
+def test_as_oprnode_and_as_varnode():
+    from megtrace.utils.network import as_oprnode, as_varnode
+    net = load()
+    act = net.var_filter.name("act").as_unique()
+    assert as_oprnode(act) is act.owner and as_oprnode([act.owner]) is act.owner
+    assert as_varnode(act.owner) is act and as_varnode([act]) is act
+    with pytest.raises(AssertionError):
+        as_varnode(net.output_vars)

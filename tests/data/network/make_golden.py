@@ -146,6 +146,12 @@ def main():
     weight.set_value(weight.numpy() * 0.5)
     golden["half_weight"] = run(net, inputs)
 
+    # outspec: only the subgraph ending at these vars
+    part = Network.load(io.BytesIO(model), outspec=["RELU", "pooled"])
+    golden["outspec"] = {"oprs": [o.type for o in part.all_oprs],
+                         "outputs": [v.name for v in part.output_vars],
+                         "inputs": [v.name for v in part.input_vars]}
+
     # FLOPs of the operators (module_stats.get_op_stats on the Network's nodes)
     from megengine.utils.module_stats import get_op_stats
     net = load(model)
