@@ -272,3 +272,26 @@ def test_as_oprnode_and_as_varnode():
     assert as_varnode(act.owner) is act and as_varnode([act]) is act
     with pytest.raises(AssertionError):
         as_varnode(net.output_vars)
+
+
+def test_clear_errors():
+    from megtrace import Tensor
+    from megtrace.errors import FormatError, TraceError
+    from megtrace.jit import trace
+    net = load()
+    data = net.var_filter.name("data").as_unique()
+    with pytest.raises(TraceError, match="has no value"):
+        data.numpy()
+    assert np.array_equal(net.params_filter.as_list()[0].outputs[0].numpy(),
+                          net.params_filter.as_list()[0].numpy())    # constants have one
+
+    @trace(symbolic=True)
+    def mixed(x):
+        return x + data
+
+    with pytest.raises(TraceError, match="tensor of another trace"):
+        mixed(Tensor(np.zeros((2, 3, 6, 6), "float32")))
+    with pytest.raises(FormatError):
+        Network.load(io.BytesIO(b"not a model at all"))
+    with pytest.raises(ValueError, match="unknown options"):
+        net.dump(io.BytesIO(), enable_nchw1000=True)
