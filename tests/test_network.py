@@ -295,3 +295,20 @@ def test_clear_errors():
         Network.load(io.BytesIO(b"not a model at all"))
     with pytest.raises(ValueError, match="unknown options"):
         net.dump(io.BytesIO(), enable_nchw1000=True)
+
+
+def test_find_vars_by_name_and_embed_inputs(lite, tmp_path):
+    import megtrace.utils.comp_graph_tools as cgtools
+    net = load()
+    relu, data = cgtools.find_vars_by_name(net.output_vars, ["RELU", "data"])
+    assert relu.owner.params["mode"] == "RELU" and data.owner.type == "Host2DeviceCopy"
+    with pytest.raises(AssertionError, match="Can not find varnode"):
+        cgtools.find_vars_by_name(net.output_vars, ["nothing"])
+    inputs = cgtools.get_dep_vars(net.output_vars, "Host2DeviceCopy")
+    new, embedded = cgtools.embed_inputs(net.output_vars, [INPUTS[v.name] for v in inputs])
+    assert sorted(embedded) == ["data", "scale"]
+    assert [v.name for v in new] == ["pooled", "act"]
+    net.remove_output(*net.output_vars)
+    net.add_output(*new)
+    assert net.input_vars == []
+    check(dumped(net), {}, GOLDEN["unchanged"], lite, tmp_path)
