@@ -312,3 +312,19 @@ def test_find_vars_by_name_and_embed_inputs(lite, tmp_path):
     net.add_output(*new)
     assert net.input_vars == []
     check(dumped(net), {}, GOLDEN["unchanged"], lite, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["convnet_plain", "convnet_fuse", "mlp_opt"])
+def test_reset_batch_size_refolds_flatten(name, fixtures_dir, lite, tmp_path):
+    """A model dumped at batch 1 whose flatten megtrace folded to Reshape(1, -1) runs at
+    batch 8 after reset_batch_size, with real MegEngine's batch-8 outputs, in megtrace and
+    in MegEngine Lite."""
+    net = Network.load(str(fixtures_dir / f"{name}.mge"))
+    net.reset_batch_size(8)
+    assert all(o.outputs[0].shape[0] == 8 for o in net.data_providers_filter)
+    assert net.output_vars[0].shape[0] == 8
+    x = np.load(fixtures_dir / f"{name.split('_')[0]}_in_b8.npy")
+    want = np.load(fixtures_dir / f"{name.split('_')[0]}_out_b8.npy")
+    input_name = net.input_vars[0].name
+    check(dumped(net), {input_name: x}, {net.output_vars[0].name: want}, lite, tmp_path,
+          tol=1e-4)

@@ -158,6 +158,13 @@ class OpNode(NetworkNode):
         "ConvolutionForward" where `type` says "Convolution"."""
         return self.type if isinstance(self, ReadOnlyOpNode) else type(self).__name__
 
+    def set_kwargs(self, kwargs: dict, input_types: Sequence[TensorType]) -> None:
+        """New params for the node's op (and MegEngine's param fields to match)."""
+        # lazy: the .mge writer loads flatbuffers (`import megtrace` stays light)
+        from .network_types import mge_operator
+        self.kwargs = dict(kwargs)
+        self.params = dict(mge_operator(self.op, self.kwargs, list(input_types))[1])
+
     def add_inp_var(self, x: VarNode) -> None:
         self.inputs.append(x)
 
