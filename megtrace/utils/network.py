@@ -53,7 +53,7 @@ class Network:
                 "static graph")
         self = cls()
         self._metadata = loaded.metadata
-        outputs = adopt(loaded.graph)
+        outputs = adopt(*loaded.named_graph())
         if outspec is not None:
             by_name = {}
             for v in get_dep_vars(outputs):

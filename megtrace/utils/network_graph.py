@@ -77,9 +77,11 @@ def retype(opr: OpNode) -> None:
         out._set_type(t)
 
 
-def adopt(graph: Graph) -> list[VarNode]:
+def adopt(graph: Graph, var_names: dict[Var, str] | None = None) -> list[VarNode]:
     """Nodes for an IR graph (inputs, constants and nodes in the graph's order); returns
-    its outputs as VarNodes named as the graph names them."""
+    its outputs as VarNodes named as the graph names them. `var_names` names vars (the
+    file's names); an operator without a name of its own is named after its output."""
+    var_names = var_names or {}
     nodes: dict[Var, VarNode] = {}
     for var, name in zip(graph.inputs, graph.input_names):
         nodes[var] = Host2DeviceCopy(var.type.shape, var.type.dtype, name).outputs[0]
@@ -88,7 +90,9 @@ def adopt(graph: Graph) -> list[VarNode]:
         if var not in nodes:
             if var not in graph.consts:
                 raise ValueError(f"adopt: {var} is not defined in the graph")
-            nodes[var] = ImmutableTensor(graph.consts[var], var.name_hint or None).outputs[0]
+            name = var.name_hint or var_names.get(var) or None
+            nodes[var] = ImmutableTensor(graph.consts[var], name).outputs[0]
+            nodes[var].name = var_names.get(var, name or "")
         return nodes[var]
 
     for node in graph.nodes:
@@ -97,6 +101,7 @@ def adopt(graph: Graph) -> list[VarNode]:
         opr = make_opnode(node.op, node.kwargs, ins, node.outputs, name)
         for v, out in zip(node.outputs, opr.outputs):
             nodes[v] = out
+            out.name = var_names.get(v, out.name)
     outs = [node_of(v) for v in graph.outputs]
     for out, name in zip(outs, graph.output_names):
         out.name = name

@@ -45,8 +45,13 @@ def mge_operator(op: OpDef, kwargs: dict, types: Sequence[TensorType]) -> tuple[
 
 
 def _plain(fields: dict) -> dict[str, Any]:
-    """Param fields as MegEngine's OpNode.params show them (JSON-like values)."""
+    """Param fields as MegEngine's OpNode.params show them (JSON-like values; enum names
+    as MegEngine spells them: the schema's "MAX_" is MegEngine's "MAX")."""
     out = {}
     for k, v in fields.items():
-        out[k] = list(v) if isinstance(v, tuple) else v
+        if isinstance(v, tuple):
+            v = list(v)
+        elif isinstance(v, str) and v.endswith("_"):
+            v = v[:-1]
+        out[k] = v
     return out

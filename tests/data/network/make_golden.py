@@ -93,6 +93,8 @@ def main():
         "data_readers": [o.type for o in net.opr_filter.has_input(
             net.var_filter.name("data").as_unique())],
         "param_shapes": sorted(list(o.shape) for o in net.params_filter),
+        "opr_names": [o.name for o in net.all_oprs],
+        "var_names": [v.name for v in net.all_vars],
     }
     golden["unchanged"] = run(net, inputs)
 
@@ -143,6 +145,12 @@ def main():
     weight = conv.inputs[1].owner
     weight.set_value(weight.numpy() * 0.5)
     golden["half_weight"] = run(net, inputs)
+
+    # outspec: only the subgraph ending at these vars
+    part = Network.load(io.BytesIO(model), outspec=["RELU", "pooled"])
+    golden["outspec"] = {"oprs": [o.type for o in part.all_oprs],
+                         "outputs": [v.name for v in part.output_vars],
+                         "inputs": [v.name for v in part.input_vars]}
 
     # FLOPs of the operators (module_stats.get_op_stats on the Network's nodes)
     from megengine.utils.module_stats import get_op_stats
