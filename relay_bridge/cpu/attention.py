@@ -119,7 +119,9 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
     prob = te.compute((nb, sp, tk), lambda bb, i, j: fast_math.fast_exp(
         scaled[bb, i, j] - peak[bb, i]), name="att_exp")
     total = _row_reduce(lambda bb, i, j: prob[bb, i, j], [nb, sp], tk, "sum", "att_sum")
-    norm = te.compute((nb, sp, tk), lambda bb, i, j: prob[bb, i, j] / total[bb, i],
+    inv = te.compute((nb, sp), lambda bb, i: t.const(1.0, "float32") / total[bb, i],
+                     name="att_inv")       # one division per row, not per probability
+    norm = te.compute((nb, sp, tk), lambda bb, i, j: prob[bb, i, j] * inv[bb, i],
                       name="att_norm")
     rj = te.reduce_axis((0, tk), "j")
     acc = te.compute((nb, sp, dv), lambda bb, i, c: te.sum(
@@ -147,7 +149,7 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         vectorize_inner(sch, init, co)
         vectorize_inner(sch, o, co)
         # softmax of the row block, in the order its consumers need it
-        for name in ("att_norm", "att_sum", "att_sum_lanes", "att_exp", "att_max",
+        for name in ("att_norm", "att_inv", "att_sum", "att_sum_lanes", "att_exp", "att_max",
                      "att_max_lanes", "score"):
             sch.compute_at(sch.get_sblock(name), io)
         for name in ("att_sum_lanes", "att_max_lanes"):
