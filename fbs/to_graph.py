@@ -557,6 +557,10 @@ def _padding(g, opr, ins, _):
 def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
+    if k == 0:
+        raise FormatError("TopK: k must not be 0")
+    # megdnn's TopK takes at most the whole row when |k| exceeds its length
+    k = int(np.sign(k)) * min(abs(k), ins[0].type.shape[-1])
     if f.get("mode") == "KTH_ONLY":
         (value,) = g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
                               _hint(opr))
