@@ -25,13 +25,19 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 from bench_common import RESULT, parse  # noqa: E402
 
 MODELS = {
     # name: (description, batch, activation bytes the backward pass keeps without recompute)
     "mlp20": ("MLP 20 x Linear(256) + ReLU", 4096, 20 * 4096 * 256 * 4),
     "cnn": ("CNN 8 x Conv3x3(32) + ReLU, 32x32", 32, 8 * 32 * 32 * 32 * 32 * 4),
+    # tests/zoo.py's ResNet-18 (1000 classes, BatchNorm in training mode), 64x64 images:
+    # ~74 MiB of conv, BatchNorm and ReLU outputs, next to 45 MiB of weights (x3 with the
+    # gradients and momenta the step also holds)
+    "resnet18": ("ResNet-18, 64x64", 32, 32 * 3 * 4 * (64 * 32 * 32 + 64 * 16 * 16 * 4
+                                                    + 128 * 8 * 8 * 5 + 256 * 4 * 4 * 5
+                                                    + 512 * 2 * 2 * 5)),
 }
 TRACED = ("plain", "sublinear", "dtr")
 EAGER = ("plain", "dtr")
@@ -41,6 +47,7 @@ def _model(name: str):
     import numpy as np
     import megtrace.functional as F
     import megtrace.module as M
+    import zoo
 
     class MLP(M.Module):
         def __init__(self):
@@ -69,10 +76,14 @@ def _model(name: str):
     np.random.seed(0)              # module initializers draw from NumPy's global RNG
     rs = np.random.RandomState(0)
     batch = MODELS[name][1]
-    net = MLP() if name == "mlp20" else CNN()
-    shape = (batch, 256) if name == "mlp20" else (batch, 3, 32, 32)
+    if name == "resnet18":
+        net, shape, classes = zoo.ResNet18(num_classes=1000), (batch, 3, 64, 64), 1000
+        net.train()
+    else:
+        net, classes = (MLP() if name == "mlp20" else CNN()), 10
+        shape = (batch, 256) if name == "mlp20" else (batch, 3, 32, 32)
     x = rs.standard_normal(shape).astype("float32")
-    label = rs.randint(0, 10, batch).astype("int32")
+    label = rs.randint(0, classes, batch).astype("int32")
     return net, x, label
 
 
