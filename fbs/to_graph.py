@@ -159,10 +159,12 @@ class _EvaluatingGraph(Graph):
         return tuple(self.add_const(val, name_hint, t.dtype) for val, t in zip(values, bounds))
 
 
-def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
+def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None,
+                names: dict[Var, str] | None = None) -> Graph:
     """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
-    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
-    graph, collapses = _build(model, input_types)
+    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError.
+    `names`, when given, receives the file's name of each var it names."""
+    graph, collapses = _build(model, input_types, names=names)
     refused = [c for c in collapses if c.refused]
     if refused:
         raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
@@ -174,8 +176,8 @@ def find_collapses(model: ModelFile) -> list[Collapse]:
     return _build(model, None)[1]
 
 
-def _build(model: ModelFile, input_types, g: Graph | None = None
-           ) -> tuple[Graph, list[Collapse]]:
+def _build(model: ModelFile, input_types, g: Graph | None = None,
+           names: dict[Var, str] | None = None) -> tuple[Graph, list[Collapse]]:
     unknown = sorted({o.type for o in model.oprs if rule_for(o.type) is None})
     if unknown:
         raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
@@ -197,6 +199,10 @@ def _build(model: ModelFile, input_types, g: Graph | None = None
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
                               f"{len(outs)}")
         env.update(zip(opr.outputs, outs))
+        if names is not None:
+            for vid, var in zip(opr.outputs, outs):
+                if var is not None and var not in names and vid in model.names:
+                    names[var] = model.names[vid]
         collapse = loader.collapse(index, opr)
         if collapse is not None:
             collapses.append(collapse)
@@ -231,7 +237,8 @@ def _h2d(g, opr, ins, input_types):
 def _consts(g, opr, ins, _):
     if not opr.tensors or any(t.data is None for t in opr.tensors):
         raise FormatError(f"{opr.type} load with no tensor data")
-    return [g.add_const(t.data, t.name or "") for t in opr.tensors]
+    return [g.add_const(t.data, t.name or (opr.name if len(opr.tensors) == 1 else "") or "")
+            for t in opr.tensors]
 
 
 @rule("Identity", "Copy")
@@ -550,6 +557,10 @@ def _padding(g, opr, ins, _):
 def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
+    if k == 0:
+        raise FormatError("TopK: k must not be 0")
+    # megdnn's TopK takes at most the whole row when |k| exceeds its length
+    k = int(np.sign(k)) * min(abs(k), ins[0].type.shape[-1])
     if f.get("mode") == "KTH_ONLY":
         (value,) = g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
                               _hint(opr))

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..autodiff.tape import recording_tapes
 from ..device import get_default_device, target_for
+from .. import dispatch
 from ..dispatch import recording
 from ..dtype import name_of
 from ..errors import TraceError
@@ -301,10 +302,16 @@ class trace:
         if not graph.outputs:
             return {}
         arrays = [feeds[v] for v in graph.inputs]
-        if self._profiling:
+        prof = dispatch.profile_hook
+        if self._profiling or prof is not None:
             # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
             from megtrace.relay_bridge.profile import profile_run
-            values, self._profile = profile_run(compiled, arrays)
+            start = prof.now() if prof is not None else 0.0
+            values, report = profile_run(compiled, arrays)
+            if self._profiling:
+                self._profile = report
+            if prof is not None:
+                prof.graph_run(getattr(self.__wrapped__, "__name__", "trace"), start, report)
         else:
             values = compiled(*arrays)
         if self._opt_level < 0 and not self._checked:
