@@ -80,13 +80,15 @@ class LoadedGraph:
         _check_value_sizes(graph)
         return graph
 
-    def named_graph(self) -> tuple[Graph, dict]:
-        """A fresh graph for the file's own input shapes, with the file's name of each
-        var it names (what megtrace.utils.network shows; `graph` keeps op names only)."""
+    def named_graph(self, input_types: dict[str, TensorType] | None = None
+                    ) -> tuple[Graph, dict]:
+        """A fresh graph for these input types (default: the file's own), with the file's
+        name of each var it names (what megtrace.utils.network shows; `graph` keeps op
+        names only)."""
         # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
         from megtrace.fbs.to_graph import build_graph
         names: dict = {}
-        return build_graph(self._model, {}, names), names
+        return build_graph(self._model, input_types or {}, names), names
 
     def _file_shapes(self) -> dict[str, tuple[int, ...]]:
         return {i.name: tuple(i.shape) for i in self.inputs}

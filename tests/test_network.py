@@ -272,3 +272,75 @@ def test_as_oprnode_and_as_varnode():
     assert as_varnode(act.owner) is act and as_varnode([act]) is act
     with pytest.raises(AssertionError):
         as_varnode(net.output_vars)
+
+
+def test_clear_errors():
+    from megtrace import Tensor
+    from megtrace.errors import FormatError, TraceError
+    from megtrace.jit import trace
+    net = load()
+    data = net.var_filter.name("data").as_unique()
+    with pytest.raises(TraceError, match="has no value"):
+        data.numpy()
+    assert np.array_equal(net.params_filter.as_list()[0].outputs[0].numpy(),
+                          net.params_filter.as_list()[0].numpy())    # constants have one
+
+    @trace(symbolic=True)
+    def mixed(x):
+        return x + data
+
+    with pytest.raises(TraceError, match="tensor of another trace"):
+        mixed(Tensor(np.zeros((2, 3, 6, 6), "float32")))
+    with pytest.raises(FormatError):
+        Network.load(io.BytesIO(b"not a model at all"))
+    with pytest.raises(ValueError, match="unknown options"):
+        net.dump(io.BytesIO(), enable_nchw1000=True)
+
+
+def test_find_vars_by_name_and_embed_inputs(lite, tmp_path):
+    import megtrace.utils.comp_graph_tools as cgtools
+    net = load()
+    relu, data = cgtools.find_vars_by_name(net.output_vars, ["RELU", "data"])
+    assert relu.owner.params["mode"] == "RELU" and data.owner.type == "Host2DeviceCopy"
+    with pytest.raises(AssertionError, match="Can not find varnode"):
+        cgtools.find_vars_by_name(net.output_vars, ["nothing"])
+    inputs = cgtools.get_dep_vars(net.output_vars, "Host2DeviceCopy")
+    new, embedded = cgtools.embed_inputs(net.output_vars, [INPUTS[v.name] for v in inputs])
+    assert sorted(embedded) == ["data", "scale"]
+    assert [v.name for v in new] == ["pooled", "act"]
+    net.remove_output(*net.output_vars)
+    net.add_output(*new)
+    assert net.input_vars == []
+    check(dumped(net), {}, GOLDEN["unchanged"], lite, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["convnet_plain", "convnet_fuse", "mlp_opt"])
+def test_reset_batch_size_refolds_flatten(name, fixtures_dir, lite, tmp_path):
+    """A model dumped at batch 1 whose flatten megtrace folded to Reshape(1, -1) runs at
+    batch 8 after reset_batch_size, with real MegEngine's batch-8 outputs, in megtrace and
+    in MegEngine Lite."""
+    net = Network.load(str(fixtures_dir / f"{name}.mge"))
+    net.reset_batch_size(8)
+    assert all(o.outputs[0].shape[0] == 8 for o in net.data_providers_filter)
+    assert net.output_vars[0].shape[0] == 8
+    x = np.load(fixtures_dir / f"{name.split('_')[0]}_in_b8.npy")
+    want = np.load(fixtures_dir / f"{name.split('_')[0]}_out_b8.npy")
+    input_name = net.input_vars[0].name
+    check(dumped(net), {input_name: x}, {net.output_vars[0].name: want}, lite, tmp_path,
+          tol=1e-4)
+
+
+def test_symbolic_shape_switch():
+    from megtrace.core._trace_option import use_symbolic_shape
+    from megtrace.utils.network import set_symbolic_shape
+    net = load()
+    act = net.var_filter.name("act").as_unique()
+    old = set_symbolic_shape(True)
+    try:
+        assert use_symbolic_shape() is True
+        shape = act.shape
+        assert isinstance(shape, N.VarNode)
+        assert shape.numpy().tolist() == [2, 4, 4, 4] and shape.dtype == np.int32
+    finally:
+        set_symbolic_shape(old)
+    assert act.shape == act.partial_shape == (2, 4, 4, 4)

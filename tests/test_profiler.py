@@ -82,3 +82,27 @@ def test_merge_trace_events(tmp_path):
     merge_trace_events(str(tmp_path))
     merged = json.loads((tmp_path / "merge.chrome_timeline.json").read_text())["traceEvents"]
     assert sorted(e["ts"] for e in merged if e["name"] == "op") == [10.0, 510.0]
+
+
+def test_with_scopes_brackets_builtin_modules(tmp_path):
+    import megtrace.module as M
+
+    class Net(M.Module):          # a user module: no scope of its own, as in MegEngine
+        def __init__(self):
+            super().__init__()
+            self.fc = M.Linear(3, 2)
+
+        def forward(self, x):
+            return F.relu(self.fc(x))
+
+    net = Net()
+    call = M.Module.__call__
+    with Profiler(str(tmp_path), with_scopes=True):
+        net(tensor(np.ones((1, 3), "float32")))
+    assert M.Module.__call__ is call              # restored
+    ev = events(tmp_path)
+    scopes = [(e["name"], e["ph"]) for e in ev if e.get("cat") == "scope"]
+    assert scopes == [("Linear", "B"), ("Linear", "E")]
+    begin, end = [e["ts"] for e in ev if e.get("cat") == "scope"]
+    matmul = [e for e in ev if e.get("cat") == "op" and e["name"] == "matmul"]
+    assert matmul and begin <= matmul[0]["ts"] <= end

@@ -9,17 +9,17 @@ from __future__ import annotations
 import collections
 import heapq
 from collections import OrderedDict
-from typing import Callable, Dict, List, Union
+from typing import Callable, Dict, List, Tuple, Union
 
 import numpy as np
 
 from ..dump import VarNode as _LoadedVar
 from .network_graph import adopt, clone_with
-from .network_node import OpNode, VarNode
+from .network_node import OpNode, SharedDeviceTensor, VarNode
 
 __all__ = ["get_dep_vars", "get_owner_opr_inputs", "get_owner_opr_type", "get_opr_type",
            "graph_traversal", "get_oprs_seq", "replace_vars", "replace_oprs",
-           "set_priority_to_id", "load_and_inference", "GraphInference"]
+           "set_priority_to_id", "find_vars_by_name", "embed_inputs", "GraphInference"]
 
 _PROVIDERS = ("ImmutableTensor", "Host2DeviceCopy")
 
@@ -244,15 +244,37 @@ def set_priority_to_id(dest_vars) -> None:
     _as_nodes(dest_vars)
 
 
-def load_and_inference(file, inp_data_list: List[np.ndarray]) -> List[np.ndarray]:
-    """Load a model file and run it on each input of `inp_data_list` (a model with one
-    input); returns the first output for each."""
-    graph = GraphInference(file)
-    results = []
-    for inp in inp_data_list:
-        out = graph.run(inp)
-        results.append(next(iter(out.values())))
-    return results
+def find_vars_by_name(dst: List[VarNode], names: List[str]) -> List[VarNode]:
+    """The vars of the graph ending at `dst` with these names, in the order of `names`."""
+    dst = _as_nodes(dst)
+    wanted = list(names)
+    found = {}
+    for v in get_dep_vars(dst) + dst:
+        if v.name in wanted:
+            found[v.name] = v
+            wanted.remove(v.name)
+    assert not wanted, "Can not find varnode {} in this model".format(wanted)
+    return [found[n] for n in names]
+
+
+def embed_inputs(dst: List[VarNode], data: List[np.ndarray],
+                 inputs: List[VarNode] = None) -> Tuple[List[VarNode], Dict[str, VarNode]]:
+    """New vars for `dst` with `inputs` (default: every Host2DeviceCopy) replaced by
+    constants holding `data`; returns them and {input name: its constant}."""
+    dst = _as_nodes(dst)
+    if inputs is None:
+        inputs = get_dep_vars(dst, "Host2DeviceCopy")
+    assert len(data) == len(inputs)
+    input_dict, repl = OrderedDict(), {}
+    for inp, value in zip(inputs, data):
+        const = SharedDeviceTensor(np.asarray(value), inp.name).outputs[0]
+        const.name = inp.name
+        input_dict[inp.name] = const
+        repl[inp] = const
+    new = replace_vars(dst, repl)
+    for old, var in zip(dst, new):
+        var.name = old.name
+    return new, input_dict
 
 
 class GraphInference:

@@ -13,12 +13,12 @@ import fnmatch
 import re
 from typing import Any, Callable, Dict, Iterable, List, Sequence
 
-from ..errors import UnsupportedModelError
+from ..errors import MegtraceError, UnsupportedModelError
 from ..logger import get_logger
 from ..serialization import load
 from . import network_node as N
 from .comp_graph_tools import get_dep_vars, get_oprs_seq
-from .network_graph import adopt, retype, to_graph
+from .network_graph import adopt, refold, retype, to_graph
 from .network_node import (Host2DeviceCopy, ImmutableTensor, OpNode, VarNode,
                            set_symbolic_shape)
 
@@ -37,6 +37,7 @@ class Network:
         self.all_vars_map: dict[int, VarNode] = collections.OrderedDict()
         self.graph = None
         self._metadata = None
+        self._file = None          # (LoadedGraph, its graph as adopted, var -> VarNode)
 
     # -- loading -----------------------------------------------------------------------
     @classmethod
@@ -53,7 +54,10 @@ class Network:
                 "static graph")
         self = cls()
         self._metadata = loaded.metadata
-        outputs = adopt(*loaded.named_graph())
+        graph, names = loaded.named_graph()
+        nodes: dict = {}
+        outputs = adopt(graph, names, nodes)
+        self._file = (loaded, graph, nodes)
         if outspec is not None:
             by_name = {}
             for v in get_dep_vars(outputs):
@@ -150,6 +154,7 @@ class Network:
                     .format(prev, shape, opr.name)
             shape[0] = batchsize
             opr.shape = tuple(shape)
+        self._refold()
         self._compile()
         assert prev is not None, "no data provider found"
         assert not blacklist, "unused items in blacklist: {}".format(blacklist)
@@ -301,6 +306,26 @@ class Network:
                                   metadata=meta, input_names=graph.input_names)
         _write_atomic(file, data, append)
         return result
+
+    def _refold(self) -> None:
+        """After input shapes changed: build the file's graph again for them and carry
+        over what megtrace folded at load (shape arithmetic: a flatten's Reshape target),
+        as MegEngine re-infers it; nothing when the file cannot be built so (the shapes
+        are then re-inferred by the ops' rules alone)."""
+        if self._file is None:
+            return
+        loaded, graph, nodes = self._file
+        types = {}
+        for var, name in zip(graph.inputs, graph.input_names):
+            node = nodes.get(var)
+            types[name] = node._var.type if node is not None else var.type
+        try:
+            new, _ = loaded.named_graph(types)
+        except MegtraceError:
+            return
+        moved = refold(graph, new, nodes)
+        if moved is not None:
+            self._file = (loaded, new, moved)
 
     def _compile(self) -> None:
         """Re-infer every var's shape and dtype after an edit (MegEngine recompiles its

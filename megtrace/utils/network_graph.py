@@ -77,12 +77,14 @@ def retype(opr: OpNode) -> None:
         out._set_type(t)
 
 
-def adopt(graph: Graph, var_names: dict[Var, str] | None = None) -> list[VarNode]:
+def adopt(graph: Graph, var_names: dict[Var, str] | None = None,
+          nodes: dict[Var, VarNode] | None = None) -> list[VarNode]:
     """Nodes for an IR graph (inputs, constants and nodes in the graph's order); returns
     its outputs as VarNodes named as the graph names them. `var_names` names vars (the
-    file's names); an operator without a name of its own is named after its output."""
+    file's names); an operator without a name of its own is named after its output.
+    `nodes`, when given, receives the VarNode made for each var of the graph."""
     var_names = var_names or {}
-    nodes: dict[Var, VarNode] = {}
+    nodes = {} if nodes is None else nodes
     for var, name in zip(graph.inputs, graph.input_names):
         nodes[var] = Host2DeviceCopy(var.type.shape, var.type.dtype, name).outputs[0]
 
@@ -166,3 +168,28 @@ def clone_with(dst: Sequence[VarNode], replacement) -> list[VarNode]:
             r = replacement(old)
             new[id(old)] = r if r is not None else out
     return [now(v) for v in dst]
+
+
+def refold(old: Graph, new: Graph, nodes: dict[Var, VarNode]) -> dict[Var, VarNode] | None:
+    """Carry what changed from `old` to `new`, the same file built for other input
+    shapes, into the nodes made from `old` (`nodes`, from adopt): op params (a Reshape's
+    folded target shape) and constants whose values follow the shapes. None, changing
+    nothing, when the two graphs differ in structure. Returns `nodes` keyed by `new`'s vars."""
+    if len(old.nodes) != len(new.nodes) or len(old.consts) != len(new.consts) or any(
+            a.op is not b.op or len(a.inputs) != len(b.inputs) or len(a.outputs) != len(b.outputs)
+            for a, b in zip(old.nodes, new.nodes)):
+        return None
+    for (va, xa), (vb, xb) in zip(old.consts.items(), new.consts.items()):
+        node = nodes.get(va)
+        if node is not None and (xa.shape != xb.shape or xa.dtype != xb.dtype or
+                                 not np.array_equal(xa, xb)):
+            node.owner.set_value(xb)
+    for a, b in zip(old.nodes, new.nodes):
+        node = nodes.get(a.outputs[0])
+        if node is not None and a.params != b.params:
+            node.owner.set_kwargs(b.kwargs, [v.type for v in b.inputs])
+    moved = dict(zip(old.inputs, new.inputs))
+    moved.update(zip(old.consts, new.consts))
+    for a, b in zip(old.nodes, new.nodes):
+        moved.update(zip(a.outputs, b.outputs))
+    return {moved[v]: n for v, n in nodes.items() if v in moved}

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import device as _device
 from .. import dtype as _dt
+from ..core._trace_option import set_symbolic_shape, use_symbolic_shape  # noqa: F401
 from ..errors import MegtraceError, TraceError
 from ..ir import TensorType, Var
 from ..ops import OpDef
@@ -24,17 +25,6 @@ from ..tensor import Tensor
 from .module_stats import register_flops
 
 _seq = itertools.count()           # creation order: the priority of a node without one
-_symbolic_shape = [False]          # set_symbolic_shape's switch
-
-
-def use_symbolic_shape() -> bool:
-    return _symbolic_shape[0]
-
-
-def set_symbolic_shape(option: bool) -> bool:
-    """Whether `VarNode.shape` is a VarNode (True) or a tuple; returns the old setting."""
-    old, _symbolic_shape[0] = _symbolic_shape[0], bool(option)
-    return old
 
 
 class NetworkNode:
@@ -157,6 +147,13 @@ class OpNode(NetworkNode):
         """MegEngine's C++ operator type (what comp_graph_tools reports):
         "ConvolutionForward" where `type` says "Convolution"."""
         return self.type if isinstance(self, ReadOnlyOpNode) else type(self).__name__
+
+    def set_kwargs(self, kwargs: dict, input_types: Sequence[TensorType]) -> None:
+        """New params for the node's op (and MegEngine's param fields to match)."""
+        # lazy: the .mge writer loads flatbuffers (`import megtrace` stays light)
+        from .network_types import mge_operator
+        self.kwargs = dict(kwargs)
+        self.params = dict(mge_operator(self.op, self.kwargs, list(input_types))[1])
 
     def add_inp_var(self, x: VarNode) -> None:
         self.inputs.append(x)

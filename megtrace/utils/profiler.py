@@ -24,6 +24,7 @@ from typing import Any, Iterator, List
 
 from .. import atomic_io, dispatch
 from ..logger import get_logger
+from ..module import Module
 
 __all__ = ["Profiler", "scope", "profile", "merge_trace_events"]
 
@@ -32,8 +33,9 @@ _running: List["Profiler"] = []
 
 class Profiler(ContextDecorator):
     """Profile what runs inside `with Profiler(path):` (or a function decorated with a
-    Profiler). `with_backtrace` and `with_scopes` are accepted as in MegEngine; megtrace
-    records the same events either way."""
+    Profiler). `with_scopes=True` also brackets each call of a megtrace.module Module in a
+    scope named after its class (MegEngine's module scopes); `with_backtrace` is accepted
+    as in MegEngine and records nothing more."""
 
     CHROME_TIMELINE = "chrome_timeline.json"
     valid_options = {"sample_rate": 0, "profile_device": 1, "num_tensor_watch": 10,
@@ -64,6 +66,7 @@ class Profiler(ContextDecorator):
         self._origin = 0.0
         self._lock = threading.Lock()
         self._pending: list[dict] | None = None
+        self._unpatch = None
 
     # -- MegEngine's surface -----------------------------------------------------------
     @property
@@ -91,12 +94,30 @@ class Profiler(ContextDecorator):
                          "args": {"localTime": time.time() * 1e6}}]
         self._origin = time.perf_counter()
         dispatch.profile_hook = self
+        if self._with_scopes:
+            self._patch_module_call()
         return self
+
+    def _patch_module_call(self) -> None:
+        """Bracket calls of megtrace's own Module classes in scopes while profiling."""
+        original = Module.__call__
+
+        def call(module, *args, **kwargs):
+            if type(module).__module__.startswith("megtrace.module"):
+                with scope(type(module).__name__):
+                    return original(module, *args, **kwargs)
+            return original(module, *args, **kwargs)
+
+        self._unpatch = lambda: setattr(Module, "__call__", original)
+        Module.__call__ = call
 
     def stop(self) -> None:
         assert _running and _running[-1] is self, "this Profiler is not running"
         _running.pop()
         dispatch.profile_hook = None
+        if self._unpatch is not None:
+            self._unpatch()
+            self._unpatch = None
         self._pending = self._events
         self.dump()
 

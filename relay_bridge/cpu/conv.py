@@ -165,8 +165,7 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
             if icb == BLOCK:
                 sch.vectorize(ci)
         _schedule_tile(sch, "conv", reg, shape.flops // 2,
-                       channel_blocks(reg, blocks(shape.oc), vector_lanes()),
-                       channels_outer(shape, rows * cols))
+                       *tile_order(shape, reg, rows * cols, vector_lanes()))
 
     return scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
 
@@ -186,6 +185,19 @@ def channels_outer(shape: ConvShape, pixels: int) -> bool:
         return False
     data = 4 * shape.n * blocks(shape.c) * BLOCK * pixels
     return weight * shape.n * shape.oh > data * blocks(shape.oc)
+
+
+def tile_order(shape: ConvShape, reg: int, pixels: int, lanes: int) -> tuple[int, bool]:
+    """(channel blocks per tile, channels outermost) for a tile `reg` columns wide."""
+    outer = channels_outer(shape, pixels)
+    kb = channel_blocks(reg, blocks(shape.oc), lanes)
+    if outer and kb > 1 and blocks(shape.oc) == kb:
+        # one tile holds every channel block, so running channel blocks outermost
+        # changes nothing and the whole weight streams past each output row: with half
+        # of it per tile the halves take turns staying in L2 (a training step's
+        # 64-channel weight gradient on a 16x16 map: 7.7 -> 5.2 ms)
+        kb //= 2
+    return kb, outer
 
 
 def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1,
