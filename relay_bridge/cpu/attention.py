@@ -71,10 +71,11 @@ class AttentionShape:
 
 def applies(shape: AttentionShape) -> bool:
     """Key and value lengths and dv in whole 16-lane vectors (softmax's lane partials,
-    the output tile); every operand with the batch axes in front."""
+    the output tile); every operand with the batch axes in front; int32 offsets."""
     s, t, d, dv = shape.sizes
     nd = len(shape.batch)
     return (t % LANES == 0 and dv % LANES == 0 and s >= 1 and d >= 1
+            and max(shape.bases) < 2 ** 31 and shape.nb * s * dv < 2 ** 31   # int32 offsets
             and all(v.shape[:nd] == shape.batch and len(v.shape) == nd + 2
                     for v in (shape.q, shape.k, shape.v)))
 
