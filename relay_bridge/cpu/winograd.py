@@ -142,16 +142,49 @@ def applies(conv: ConvShape) -> bool:
         and conv.blocked_input
 
 
+# MACs the FMA units do while one byte of weight streams in from beyond L2. A network's
+# weights do not stay in L2 between calls, so each call reads every layer's weight once
+# (the GEMM and the direct tile both reuse a weight slice while it is cached). Measured
+# on the Xeon host (AVX-512, bench/profile_kernels.py --clock cpu, batch 1, 1 thread):
+# ResNet-18's 512-channel Winograd weight (37.7 MB, 4 tiles per weight vector) took
+# 3.4 ms per conv, ~11 GB/s, while the direct rule does ~75 GMAC/s: ~7 MACs per byte.
+STREAM_MACS_PER_BYTE = 7
+
+# The Winograd rule's time per GEMM multiply-add, counting its input and output
+# transforms: ResNet-18's 64- and 128-channel layers (56x56, 28x28) ran 2.1-2.2x faster
+# than the direct rule with a GEMM 3.5-4x smaller.
+TRANSFORM_FACTOR = 2
+
+
+def direct_cost(conv: ConvShape) -> float:
+    """The direct rule's modelled time in MACs: its multiply-adds, or its weight's
+    streaming time where that is longer."""
+    weight = 4 * conv.oc * conv.c * conv.kh * conv.kw
+    return max(conv.flops / 2, STREAM_MACS_PER_BYTE * weight)
+
+
+def winograd_cost(conv: ConvShape) -> float:
+    """The Winograd rule's modelled time in MACs: GEMM plus transforms, or its weight's
+    streaming time (36/9 = 4x the direct weight) where that is longer -- which it is at
+    batch 1 on small maps with wide channels (ResNet's 512 channels at 7x7: 4 tiles per
+    weight vector)."""
+    shape = WinogradShape(conv)
+    weight = 4 * ALPHA * ALPHA * blocks(conv.c) * blocks(conv.oc) * BLOCK * BLOCK
+    return max(TRANSFORM_FACTOR * shape.gemm_macs, STREAM_MACS_PER_BYTE * weight)
+
+
 def worth_it(conv: ConvShape) -> bool:
-    """The cost rule. Measured on ResNet-18's 3x3 layers (bench/bench_cpu.py, znver4 with
-    AVX2), Winograd beat the direct rule 1.7-3x from 64 channels at 56x56 down to 512 at
-    7x7, where its GEMM does 3-4x fewer multiply-adds. Below 64 channels the transforms
-    (a few passes over input and output per GEMM) are a larger share, and small maps
-    waste much of their padded 4x4 tiles: ask for 64 channels each way and a GEMM at
-    least 2.5x smaller than the direct conv."""
+    """The per-layer choice between Winograd and the direct rule, by modelled cost (a
+    pure function of the shape, so it is deterministic and the compile cache key holds).
+    Below 64 channels the transforms (a few passes over input and output per GEMM) are
+    a larger share than the model counts, and small maps waste much of their padded 4x4
+    tiles: ask for 64 channels each way. Measured (bench/bench_cpu.py, znver4 with AVX2)
+    Winograd beat the direct rule 1.7-3x on ResNet-18's 3x3 layers; at batch 1 on the
+    Xeon host the 512-channel 7x7 layers ran 1.8x slower with it (weight streaming),
+    which the cost model now sends to the direct rule."""
     if not applies(conv) or conv.c < 64 or conv.oc < 64:
         return False
-    return conv.flops / 2 >= 2.5 * WinogradShape(conv).gemm_macs
+    return direct_cost(conv) > winograd_cost(conv)
 
 
 def _combine(coefs, terms):

@@ -96,10 +96,21 @@ def test_weight_transform_is_packed_per_block(rng):
     assert not u[:, :, 1, 1, 1:, :].any() and not u[:, :, 1, :, :, 4:].any()
 
 
-@pytest.mark.parametrize("c,hw,want", [(64, 56, True), (128, 28, True), (256, 14, True),
-                                       (512, 7, True), (32, 56, False), (64, 2, False)])
-def test_cost_rule(c, hw, want):
-    assert W.worth_it(ConvShape(1, c, hw, hw, c, 3, 3, (1, 1), (1, 1), True)) is want
+@pytest.mark.parametrize("n,c,hw,want", [
+    (1, 64, 56, True), (1, 128, 28, True), (1, 256, 14, True), (1, 32, 56, False),
+    (1, 64, 2, False),
+    # batch 1 at 7x7: 4 tiles per weight vector, the 4x larger transformed weight
+    # streams longer than the direct conv computes; batch 8 reuses it 32 times
+    (1, 512, 7, False), (2, 512, 7, False), (8, 512, 7, True)])
+def test_cost_rule(n, c, hw, want):
+    assert W.worth_it(ConvShape(n, c, hw, hw, c, 3, 3, (1, 1), (1, 1), True)) is want
+
+
+def test_cost_rule_counts_weight_streaming():
+    """Same multiply-adds, same GEMM: only the weight's size differs (and decides)."""
+    small = ConvShape(1, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), True)
+    assert W.winograd_cost(small) == W.STREAM_MACS_PER_BYTE * 4 * 36 * 512 * 512
+    assert W.direct_cost(small) == small.flops / 2
 
 
 def test_cost_rule_never_takes_strided_or_plain_inputs():
