@@ -59,11 +59,16 @@ class CompiledGraph:
             t = tvm()
             args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
             return [r.numpy() for r in main(*args)]
-        result = main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
-        # Copy out through DLPack (a VM may reuse its output storage on the next call),
-        # into 64-byte aligned arrays: fed back as the next call's inputs (a training
-        # step's parameters and optimizer states) they then pass without a staging copy.
-        return [_aligned_copy(np.from_dlpack(r)) for r in result]
+        inputs = [self._host_tensor(i, a) for i, a in enumerate(arrays)]
+        result = main(*inputs)
+        # Outputs are taken through DLPack without a copy: the VM allocates every output
+        # anew on each call (its memory plan covers intermediates only), so an array it
+        # returned stays intact while held, and it is 64-byte aligned, so fed back as
+        # the next call's input (a training step's parameters and optimizer states) it
+        # passes without a staging copy. An output that is one of this call's input
+        # buffers (a staging buffer is overwritten by the next call) is copied.
+        held = {t.data_ptr() for t in inputs}
+        return [_owned(np.from_dlpack(r), held) for r in result]
 
     def _host_tensor(self, slot: int, array: np.ndarray):
         """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
@@ -114,6 +119,14 @@ def has_unlowered_ops(graph: Graph) -> bool:
     """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
     such graphs run on the NumPy interpreter, like graphs with 0-size values."""
     return any(n.op.interpreted for n in graph.nodes)
+
+
+def _owned(array: np.ndarray, held: set[int]) -> np.ndarray:
+    """`array` itself when it is 64-byte aligned and is not one of the buffers in `held`
+    (its data pointers), else an aligned copy."""
+    if array.size and array.ctypes.data % 64 == 0 and array.ctypes.data not in held:
+        return array
+    return _aligned_copy(array)
 
 
 def _aligned_copy(array: np.ndarray) -> np.ndarray:
