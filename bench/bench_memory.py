@@ -25,13 +25,20 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 from bench_common import RESULT, parse  # noqa: E402
 
 MODELS = {
     # name: (description, batch, activation bytes the backward pass keeps without recompute)
     "mlp20": ("MLP 20 x Linear(256) + ReLU", 4096, 20 * 4096 * 256 * 4),
     "cnn": ("CNN 8 x Conv3x3(32) + ReLU, 32x32", 32, 8 * 32 * 32 * 32 * 32 * 4),
+    # tests/zoo.py's ResNet-18 (1000 classes, BatchNorm in training mode), 128x128 images:
+    # ~300 MiB of conv, BatchNorm and ReLU outputs. At 64x64 (~75 MiB) the step's peak is
+    # in the update instead (all gradients, 45 MiB, with the new weights and momenta,
+    # 90 MiB), which no recomputation lowers.
+    "resnet18": ("ResNet-18, 128x128", 32, 32 * 4 * 4 * 3 * (
+        64 * 32 * 32 + 64 * 16 * 16 * 4 + 128 * 8 * 8 * 5 + 256 * 4 * 4 * 5
+        + 512 * 2 * 2 * 5)),
 }
 TRACED = ("plain", "sublinear", "dtr")
 EAGER = ("plain", "dtr")
@@ -41,6 +48,7 @@ def _model(name: str):
     import numpy as np
     import megtrace.functional as F
     import megtrace.module as M
+    import zoo
 
     class MLP(M.Module):
         def __init__(self):
@@ -69,10 +77,14 @@ def _model(name: str):
     np.random.seed(0)              # module initializers draw from NumPy's global RNG
     rs = np.random.RandomState(0)
     batch = MODELS[name][1]
-    net = MLP() if name == "mlp20" else CNN()
-    shape = (batch, 256) if name == "mlp20" else (batch, 3, 32, 32)
+    if name == "resnet18":
+        net, shape, classes = zoo.ResNet18(num_classes=1000), (batch, 3, 128, 128), 1000
+        net.train()
+    else:
+        net, classes = (MLP() if name == "mlp20" else CNN()), 10
+        shape = (batch, 256) if name == "mlp20" else (batch, 3, 32, 32)
     x = rs.standard_normal(shape).astype("float32")
-    label = rs.randint(0, 10, batch).astype("int32")
+    label = rs.randint(0, classes, batch).astype("int32")
     return net, x, label
 
 
@@ -186,6 +198,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="mlp20,cnn")
     ap.add_argument("--kinds", default="traced,eager")
+    ap.add_argument("--modes", default=None, help="only these modes (e.g. plain,sublinear)")
     ap.add_argument("--out", default=None, help="write OUT.json and OUT.md")
     ap.add_argument("--worker", nargs=3, metavar=("KIND", "MODEL", "MODE"))
     args = ap.parse_args()
@@ -198,6 +211,8 @@ def main() -> None:
     for name in args.models.split(","):
         for kind in args.kinds.split(","):
             for mode in (TRACED if kind == "traced" else EAGER):
+                if args.modes and mode not in args.modes.split(","):
+                    continue
                 row = {"model": name, "kind": kind, "mode": mode, **run_case(kind, name, mode)}
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)

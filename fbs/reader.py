@@ -107,9 +107,12 @@ def read_model(buf: bytes) -> ModelFile:
                               "byte 8) or an FBS one ('MGBC' header)")
         raise FormatError(f"{kind}: use load_graph, which reads testcase containers")
     size = struct.unpack_from("<I", buf)[0]
-    if size != len(buf) - 4:
-        raise FormatError(f"truncated or padded model: size prefix says {size} bytes, the "
-                          f"file holds {len(buf) - 4} after it")
+    if size > len(buf) - 4:
+        raise FormatError(f"truncated model: size prefix says {size} bytes, the file holds "
+                          f"{len(buf) - 4} after it")
+    # bytes after the model are not read, as MegEngine's loader reads one model off a
+    # stream (dump(append=True) puts several in one file; a shorter dump over a longer one)
+    buf = buf[:size + 4]
     try:
         return _read(buf)
     except FormatError:

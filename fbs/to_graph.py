@@ -8,6 +8,7 @@ Input shapes can be overridden, so one file serves any batch size: shape arithme
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
@@ -117,10 +118,55 @@ def check_params(opr: Opr) -> None:
                     f"(megtrace computes {name} in {', '.join(map(repr, allowed))} only)")
 
 
-def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None) -> Graph:
+def value_shaped_oprs(model: ModelFile) -> list[str]:
+    """The opr types in `model` whose output shapes depend on input values (CondTake)."""
+    shaped = {spec.type for spec_list in spec_index().values() for op, spec in spec_list
+              if op.value_shaped}
+    return sorted({o.type for o in model.oprs if o.type in shaped})
+
+
+def evaluate_model(model: ModelFile, values: dict[str, np.ndarray],
+                   limit_bytes: int) -> list[np.ndarray]:
+    """The model's outputs for these input values, computed opr by opr with each op's
+    NumPy implementation and the values' real shapes: how a model whose shapes follow its
+    values runs (a static build would fold its shape arithmetic to CondTake's bound)."""
+    graph, collapses = _build(model, {n: TensorType(a.shape, a.dtype) for n, a in values.items()},
+                              _EvaluatingGraph(input_values=dict(values),
+                                               limit_bytes=limit_bytes))
+    refused = [c for c in collapses if c.refused]
+    if refused:
+        raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
+    return [graph.consts[v] for v in graph.outputs]
+
+
+@dataclass(eq=False)
+class _EvaluatingGraph(Graph):
+    """A Graph whose inputs are values and whose nodes are computed as they are added,
+    each result checked against `limit_bytes` before it is allocated."""
+
+    input_values: dict[str, np.ndarray] = field(default_factory=dict)
+    limit_bytes: int = 0
+
+    def add_node(self, op, inputs, params=None, name_hint="", out_types=None):
+        kwargs = dict(op.bind(params or {}))
+        bounds = op.infer_types([v.type for v in inputs], kwargs)
+        for t in bounds:
+            nbytes = t.size * np.dtype(t.dtype).itemsize
+            if nbytes > self.limit_bytes:
+                raise UnsupportedModelError(
+                    f"{op.name}: its result {t} would take {nbytes} bytes, more than the "
+                    f"{self.limit_bytes} a loaded model may use per value (set "
+                    "MEGTRACE_MAX_VALUE_BYTES to allow more)")
+        values = op.run_eager([self.consts[v] for v in inputs], kwargs)
+        return tuple(self.add_const(val, name_hint, t.dtype) for val, t in zip(values, bounds))
+
+
+def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = None,
+                names: dict[Var, str] | None = None) -> Graph:
     """Build a typed Graph; `input_types` overrides the shapes recorded in the file.
-    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError."""
-    graph, collapses = _build(model, input_types)
+    A file that MegEngine's own loader refuses (fbs/load_collapse.py) raises FormatError.
+    `names`, when given, receives the file's name of each var it names."""
+    graph, collapses = _build(model, input_types, names=names)
     refused = [c for c in collapses if c.refused]
     if refused:
         raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
@@ -132,11 +178,12 @@ def find_collapses(model: ModelFile) -> list[Collapse]:
     return _build(model, None)[1]
 
 
-def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
+def _build(model: ModelFile, input_types, g: Graph | None = None,
+           names: dict[Var, str] | None = None) -> tuple[Graph, list[Collapse]]:
     unknown = sorted({o.type for o in model.oprs if rule_for(o.type) is None})
     if unknown:
         raise UnsupportedOpError(f"load_graph: no megtrace operator for {', '.join(unknown)}")
-    g = Graph()
+    g = Graph() if g is None else g
     env: dict[int, Var | None] = {}
     loader = LoaderModel(lambda i: _type_of(env, i, "shape"),
                          lambda i: g.consts.get(env.get(i)), lambda i: _dtype_of(env, i))
@@ -154,6 +201,10 @@ def _build(model: ModelFile, input_types) -> tuple[Graph, list[Collapse]]:
             raise FormatError(f"{opr.type}: declares {len(opr.outputs)} outputs, the opr has "
                               f"{len(outs)}")
         env.update(zip(opr.outputs, outs))
+        if names is not None:
+            for vid, var in zip(opr.outputs, outs):
+                if var is not None and var not in names and vid in model.names:
+                    names[var] = model.names[vid]
         collapse = loader.collapse(index, opr)
         if collapse is not None:
             collapses.append(collapse)
@@ -183,6 +234,8 @@ def _h2d(g, opr, ins, input_types):
     t = opr.tensors[0] if opr.tensors else None
     if t is None or not t.name:
         raise FormatError("Host2DeviceCopy without a named tensor")
+    if isinstance(g, _EvaluatingGraph):
+        return [g.add_const(g.input_values[t.name], t.name, t.dtype)]
     given = input_types.get(t.name)
     return [g.add_input(given or TensorType(t.shape, t.dtype), t.name)]
 
@@ -192,7 +245,8 @@ def _h2d(g, opr, ins, input_types):
 def _consts(g, opr, ins, _):
     if not opr.tensors or any(t.data is None for t in opr.tensors):
         raise FormatError(f"{opr.type} load with no tensor data")
-    return [g.add_const(t.data, t.name or "") for t in opr.tensors]
+    return [g.add_const(t.data, t.name or (opr.name if len(opr.tensors) == 1 else "") or "")
+            for t in opr.tensors]
 
 
 @rule("Identity", "Copy")
@@ -519,6 +573,10 @@ def _padding(g, opr, ins, _):
 def _topk(g, opr, ins, _):
     f = _fields(opr)
     k = int(_const_value(g, ins[1], "TopK k").reshape(-1)[0])
+    if k == 0:
+        raise FormatError("TopK: k must not be 0")
+    # megdnn's TopK takes at most the whole row when |k| exceeds its length
+    k = int(np.sign(k)) * min(abs(k), ins[0].type.shape[-1])
     if f.get("mode") == "KTH_ONLY":
         (value,) = g.add_node(get("kth_value"), ins[:1], {"k": abs(k), "descending": k < 0},
                               _hint(opr))

@@ -42,6 +42,10 @@ _active = _RecorderStack()
 # as tape_hook(op, inputs, params, outputs)
 tape_hook = None
 
+# megtrace.utils.profiler's Profiler while it runs: told of every op applied
+# (profile_hook.op(name, start, inputs, traced)) and of compiled graph runs (jit/tracing.py)
+profile_hook = None
+
 # megtrace.amp's input casts while dtype autocast is on (MegEngine's DTypePromote rules):
 # called as autocast(op, inputs, params) -> the inputs and params the op runs with
 autocast = None
@@ -98,8 +102,15 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
     if autocast is not None:
         inputs, params = autocast(op, inputs, params)
+    prof = profile_hook
+    start = prof.now() if prof is not None else 0.0
     stack = _active.stack
     rec = stack[-1] if stack else None
+    if rec is None:
+        for t in inputs:        # a Network's VarNode: its nodes record the op
+            if t._value is None and getattr(t._owner, "builds_nodes", False):
+                rec = t._owner
+                break
     if rec is not None:
         outs = rec.record(op, inputs, params)
     else:
@@ -108,6 +119,8 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         formats.propagate(op.name, inputs, outs)
     if tape_hook is not None:
         tape_hook(op, inputs, params, outs)
+    if prof is not None:
+        prof.op(op.name, start, inputs, rec is not None)
     return outs[0] if len(outs) == 1 else outs
 
 

@@ -35,9 +35,22 @@ class LoadedGraph:
         self._cache: dict[tuple, Any] = {}
         self._build_lock = threading.Lock()     # one build per signature across threads
         self.inputs = [InputInfo(t.name, t.shape, t.dtype) for t in model.inputs]
-        self.graph = self._graph_for({})
-        self.output_names = list(self.graph.output_names)
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
+        from megtrace.fbs.to_graph import value_shaped_oprs
+        self.value_shaped_oprs = value_shaped_oprs(model)
+        self.graph = self._graph_for({}) if not self.value_shaped_oprs else \
+            self._bounded_graph()
+        self.output_names = list(model.output_names())
         self.metadata = model.metadata
+
+    def _bounded_graph(self) -> Graph | None:
+        """A model with value-shaped oprs (CondTake) runs opr by opr on each call's values;
+        its static graph, with those oprs' largest shapes, is only for inspection and
+        exists when the shape arithmetic after them stays consistent at those shapes."""
+        try:
+            return self._graph_for({})
+        except (FormatError, ShapeError):
+            return None
 
     @property
     def target(self) -> Any:
@@ -66,6 +79,16 @@ class LoadedGraph:
             raise FormatError(f"inconsistent model: {type(e).__name__}: {e}") from e
         _check_value_sizes(graph)
         return graph
+
+    def named_graph(self, input_types: dict[str, TensorType] | None = None
+                    ) -> tuple[Graph, dict]:
+        """A fresh graph for these input types (default: the file's own), with the file's
+        name of each var it names (what megtrace.utils.network shows; `graph` keeps op
+        names only)."""
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
+        from megtrace.fbs.to_graph import build_graph
+        names: dict = {}
+        return build_graph(self._model, input_types or {}, names), names
 
     def _file_shapes(self) -> dict[str, tuple[int, ...]]:
         return {i.name: tuple(i.shape) for i in self.inputs}
@@ -97,6 +120,8 @@ class LoadedGraph:
         return arrays
 
     def compiled_for(self, arrays: list[np.ndarray]):
+        if self.value_shaped_oprs:
+            return self._evaluate
         key = tuple(a.shape for a in arrays)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -110,6 +135,21 @@ class LoadedGraph:
                     compiled = compile_graph(self._graph_for(types), self._target)
                     self._cache[key] = compiled
         return compiled
+
+    def _evaluate(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
+        from megtrace.fbs.to_graph import evaluate_model
+        values = {i.name: a for i, a in zip(self.inputs, arrays)}
+        try:
+            return evaluate_model(self._model, values, _value_bytes_limit())
+        except (FormatError, MemoryError, UnsupportedModelError):
+            raise
+        except UnsupportedOpError as e:
+            raise UnsupportedModelError(str(e)) from e
+        except (MegtraceError, ValueError, TypeError, KeyError, IndexError) as e:
+            raise ShapeError(f"the model (shapes depending on values: "
+                             f"{', '.join(self.value_shaped_oprs)}) cannot run on inputs "
+                             f"{ {n: a.shape for n, a in values.items()} }: {e}") from e
 
     def run(self, *args, **named) -> dict[str, np.ndarray]:
         """Outputs by name, as NumPy arrays."""
@@ -151,6 +191,10 @@ class LoadedGraph:
         # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
         from megtrace.relay_bridge import compile_graph
         from .ops import get
+        if self.value_shaped_oprs:
+            raise UnsupportedModelError(
+                "run_testcases: the model's shapes depend on its values "
+                f"({', '.join(self.value_shaped_oprs)}); its testcases' checks are not run")
         types = {info.name: TensorType(a.shape, info.dtype) for info, a in zip(self.inputs, arrays)}
         graph = self._graph_for(types)
         nodes = [n for n in graph.nodes if n.op is get("assert_equal")]
@@ -167,6 +211,11 @@ class LoadedGraph:
     @property
     def output_vars_list(self) -> list:
         from .dump import VarNode
+        if self.graph is None:
+            raise UnsupportedModelError(
+                "the model's shapes depend on its values "
+                f"({', '.join(self.value_shaped_oprs)}) and its output vars have no static "
+                "shape; run it to get its outputs")
         return [VarNode(self.graph, v, n) for v, n in zip(self.graph.outputs, self.output_names)]
 
     @property
@@ -184,10 +233,10 @@ class LoadedGraph:
 
     # In Jupyter a loaded model shows as its graph's drawing (see megtrace.graph_view).
     def _repr_svg_(self) -> str | None:
-        return self.graph._repr_svg_()
+        return None if self.graph is None else self.graph._repr_svg_()
 
     def _repr_html_(self) -> str | None:
-        return self.graph._repr_html_()
+        return None if self.graph is None else self.graph._repr_html_()
 
 
 # The largest value a loaded model may compute: a file of a few bytes can ask for a
@@ -195,8 +244,12 @@ class LoadedGraph:
 MAX_VALUE_BYTES_DEFAULT = 1 << 30
 
 
+def _value_bytes_limit() -> int:
+    return int(os.environ.get("MEGTRACE_MAX_VALUE_BYTES", MAX_VALUE_BYTES_DEFAULT))
+
+
 def _check_value_sizes(graph: Graph) -> None:
-    limit = int(os.environ.get("MEGTRACE_MAX_VALUE_BYTES", MAX_VALUE_BYTES_DEFAULT))
+    limit = _value_bytes_limit()
     for node in graph.nodes:
         for var in node.outputs:
             nbytes = var.type.size * np.dtype(var.type.dtype).itemsize

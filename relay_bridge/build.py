@@ -63,11 +63,16 @@ class CompiledGraph:
             args = [t.runtime.tensor(np.ascontiguousarray(_stored(a)), self._device)
                     for a in arrays]
             return self._quantized([r.numpy() for r in main(*args)])
-        result = main(*[self._host_tensor(i, a) for i, a in enumerate(arrays)])
-        # Copy out through DLPack (a VM may reuse its output storage on the next call),
-        # into 64-byte aligned arrays: fed back as the next call's inputs (a training
-        # step's parameters and optimizer states) they then pass without a staging copy.
-        return self._quantized([_aligned_copy(np.from_dlpack(r)) for r in result])
+        inputs = [self._host_tensor(i, a) for i, a in enumerate(arrays)]
+        result = main(*inputs)
+        # Outputs are taken through DLPack without a copy: the VM allocates every output
+        # anew on each call (its memory plan covers intermediates only), so an array it
+        # returned stays intact while held, and it is 64-byte aligned, so fed back as
+        # the next call's input (a training step's parameters and optimizer states) it
+        # passes without a staging copy. An output that is one of this call's input
+        # buffers (a staging buffer is overwritten by the next call) is copied.
+        held = {t.data_ptr() for t in inputs}
+        return self._quantized([_owned(np.from_dlpack(r), held) for r in result])
 
     def _quantized(self, outs: list[np.ndarray]) -> list[np.ndarray]:
         for i, dtype in self._quantized_outputs:
@@ -128,6 +133,14 @@ def has_unlowered_ops(graph: Graph) -> bool:
 def _stored(array: np.ndarray) -> np.ndarray:
     """A quantized array (MegEngine's dtype metadata) as its stored integers."""
     return array.view(np.dtype(array.dtype.str)) if array.dtype.metadata else array
+
+
+def _owned(array: np.ndarray, held: set[int]) -> np.ndarray:
+    """`array` itself when it is 64-byte aligned and is not one of the buffers in `held`
+    (its data pointers), else an aligned copy."""
+    if array.size and array.ctypes.data % 64 == 0 and array.ctypes.data not in held:
+        return array
+    return _aligned_copy(array)
 
 
 def _aligned_copy(array: np.ndarray) -> np.ndarray:

@@ -67,6 +67,8 @@ def emit_node(bb, node, args: list) -> list:
         e.add_note(f"while lowering {node.op.name} with inputs "
                    f"{[str(t) for t in ctx.types]}")
         raise
+    if isinstance(expr, (tuple, list)):     # one Relax expression per output
+        return [bb.emit(e) for e in expr]
     if len(node.outputs) == 1:
         return [bb.emit(expr)]
     tup = bb.emit(expr)                 # a tuple-valued op (topk): one var per field

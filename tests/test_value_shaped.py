@@ -149,7 +149,7 @@ def test_picked_rows_combined_after_the_pick_dump_with_default_options(lite, rng
 def test_shape_read_from_a_pick_follows_each_call(lite, rng, tmp_path):
     """A shape read from a picked result (Faster R-CNN's F.full((rois.shape[0], 1), bid)
     beside rois): the traced graph's shape arithmetic runs at each call, in megtrace's
-    replay as in the dump MegEngine Lite runs."""
+    replay, in the dump MegEngine Lite runs and in that dump loaded by megtrace."""
     def tagged(x):
         picked = x[x > 0]
         tag = F.full((picked.shape[0], 1), 7)
@@ -164,19 +164,22 @@ def test_shape_read_from_a_pick_follows_each_call(lite, rng, tmp_path):
     traced(mge.tensor(first))
     path = tmp_path / "tagged.mge"
     traced.dump(path, arg_names=["x"], output_names=["y"])
+    loaded = mge.load_graph(path)
     counts = set()
     for x in (first, *(rng.standard_normal(24).astype(np.float32) for _ in range(3))):
         want = numpy_tagged(x)
         counts.add(want.shape[0])
         np.testing.assert_array_equal(traced(mge.tensor(x)).numpy(), want)
         np.testing.assert_array_equal(lite.run_model(path, {"x": x})["y"], want)
+        np.testing.assert_array_equal(loaded(x=x).numpy(), want)
     assert len(counts) > 1
 
 
 @pytest.mark.lite
 def test_slice_bounds_read_from_a_pick_follow_each_call(lite, rng, tmp_path):
     """Slice bounds computed from a picked result's size (`x[:y.shape[0]]`,
-    `x[y.shape[0] - 1]`) follow each call in megtrace's replay and in Lite."""
+    `x[y.shape[0] - 1]`) follow each call in megtrace's replay, in Lite and in megtrace's
+    load_graph of the dump."""
     def head(x):
         picked = x[x > 0]
         return x[:picked.shape[0]] * 2, x[picked.shape[0] - 1]
@@ -186,6 +189,7 @@ def test_slice_bounds_read_from_a_pick_follow_each_call(lite, rng, tmp_path):
     traced(mge.tensor(first))
     path = tmp_path / "head.mge"
     traced.dump(path, arg_names=["x"], output_names=["h", "last"])
+    loaded = mge.load_graph(path)
     counts = set()
     for x in (first, *(rng.standard_normal(24).astype(np.float32) for _ in range(3))):
         n = int((x > 0).sum())
@@ -193,7 +197,30 @@ def test_slice_bounds_read_from_a_pick_follow_each_call(lite, rng, tmp_path):
         want = [x[:n] * 2, x[n - 1]]
         got = [t.numpy() for t in traced(mge.tensor(x))]
         outs = lite.run_model(path, {"x": x})
+        ours = loaded.run(x=x)
         for g, name, w in zip(got, ["h", "last"], want):
             np.testing.assert_array_equal(g, w)
             np.testing.assert_array_equal(outs[name].reshape(np.shape(w)), w)
+            np.testing.assert_array_equal(ours[name].reshape(np.shape(w)), w)
     assert len(counts) > 1
+
+
+def test_value_shaped_model_loaded_keeps_the_value_size_limit(rng, tmp_path, monkeypatch):
+    """A loaded model with CondTake runs opr by opr on each call's values; every value is
+    still checked against MEGTRACE_MAX_VALUE_BYTES before it is allocated."""
+    def grow(x):
+        picked = x[x > 0]
+        return F.broadcast_to(picked.reshape(1, -1), (64, picked.shape[0]))
+
+    traced = trace(symbolic=True, capture_as_const=True)(grow)
+    x = rng.standard_normal(32).astype(np.float32)
+    traced(mge.tensor(x))
+    path = tmp_path / "grow.mge"
+    traced.dump(path, arg_names=["x"], output_names=["y"])
+    loaded = mge.load_graph(path)
+    assert loaded.value_shaped_oprs == ["CondTake"]
+    want = np.broadcast_to(x[x > 0], (64, int((x > 0).sum())))
+    np.testing.assert_array_equal(loaded(x=x).numpy(), want)
+    monkeypatch.setenv("MEGTRACE_MAX_VALUE_BYTES", "1024")
+    with pytest.raises(mge.errors.UnsupportedModelError, match="MEGTRACE_MAX_VALUE_BYTES"):
+        loaded(x=x)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..autodiff.tape import recording_tapes
 from ..device import get_default_device, target_for
+from .. import dispatch
 from ..dispatch import recording
 from ..dtype import name_of
 from ..errors import TraceError
@@ -24,11 +25,18 @@ from . import overlap
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
 from .entry import TraceEntry, materialize
+from .exclude import exclude_from_trace  # noqa: F401  (megengine.jit.tracing.exclude_from_trace)
 from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
-from .replay import Replayer
+from .replay import Replayer, _equal as array_comparator  # noqa: F401  (MegEngine's name)
 from .sublinear import checkpoint_graph, plan_for_dtr
 from .tape_node import TapeNodeCall
+
+
+def is_tracing() -> bool:
+    """Whether code runs inside a traced function's call, recorded or replayed, and not
+    inside `exclude_from_trace` (MegEngine's `jit.tracing.is_tracing`)."""
+    return isinstance(dispatch.active_recorder(), (TraceRecorder, Replayer))
 
 
 
@@ -301,10 +309,16 @@ class trace:
         if not graph.outputs:
             return {}
         arrays = [feeds[v] for v in graph.inputs]
-        if self._profiling:
+        prof = dispatch.profile_hook
+        if self._profiling or prof is not None:
             # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
             from megtrace.relay_bridge.profile import profile_run
-            values, self._profile = profile_run(compiled, arrays)
+            start = prof.now() if prof is not None else 0.0
+            values, report = profile_run(compiled, arrays)
+            if self._profiling:
+                self._profile = report
+            if prof is not None:
+                prof.graph_run(getattr(self.__wrapped__, "__name__", "trace"), start, report)
         else:
             values = compiled(*arrays)
         if self._opt_level < 0 and not self._checked:

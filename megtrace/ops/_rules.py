@@ -1,6 +1,8 @@
 """Shape/dtype rules shared by several operator families."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 
@@ -42,3 +44,25 @@ def pair(name: str, value) -> tuple[int, int]:
             raise ValueError(f"{name}: expected an int or a pair of ints, got {value!r}")
         return int(value[0]), int(value[1])
     return int(value), int(value)
+
+
+def sort_order(x: np.ndarray, descending: bool) -> np.ndarray:
+    """MegEngine's sorting order along the last axis (megdnn's TopK and Argsort): ascending
+    is stable, descending is the ascending order reversed, so equal elements come last
+    index first."""
+    order = np.argsort(x, axis=-1, kind="stable")
+    return order[..., ::-1] if descending else order
+
+
+def lower_sorted(L, x, k: int, descending: bool):
+    """Relax top-k in `sort_order`'s order: TVM's topk keeps equal elements in index
+    order, so the descending case picks on the reversed row, maps the indices back and
+    gathers the values they name (a (values, indices) pair of expressions)."""
+    R = L.R
+    if not descending:
+        return R.topk(x, k=k, axis=-1, ret_type="both", largest=False, dtype="int32")
+    n = L.types[0].shape[-1]
+    picked = R.topk(R.flip(x, axis=-1), k=k, axis=-1, ret_type="indices", largest=True,
+                    dtype="int32")
+    index = L.normalize(R.subtract(L.const(n - 1, "int32"), picked))
+    return R.gather_elements(x, index, axis=-1), index

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
-from ._rules import broadcast_shapes, norm_axis
+from ._rules import broadcast_shapes, lower_sorted, norm_axis, sort_order
 from .reduce import AXIS_ADD_REMOVE
 from .grad_tensor import transpose_vjp
 from .registry import NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, register
@@ -115,12 +115,12 @@ def _topk_infer(x, *, k, descending):
 
 
 def _topk_eager(x, *, k, descending):
-    order = np.argsort(-x if descending else x, axis=-1, kind="stable")[..., :k]
+    order = sort_order(x, descending)[..., :k]
     return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
 
 
 def _topk_lower(L, x, *, k, descending):
-    return L.R.topk(x, k=k, axis=-1, ret_type="both", largest=descending, dtype="int32")
+    return lower_sorted(L, x, k, descending)
 
 
 def _topk_emit(em, types, p, inputs):

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError, UnsupportedOpError
 from ..ir import TensorType
-from ._rules import same_dtype
+from ._rules import lower_sorted, same_dtype, sort_order
 from .grad_tensor import dot_vjp
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 
@@ -16,15 +16,6 @@ def _rows(name: str, x: TensorType) -> None:
         raise ShapeError(f"{name}: expected a 2-d (batch, n) tensor, got {x}")
 
 
-def _order(x: np.ndarray, descending: bool) -> np.ndarray:
-    """Stable order along the last axis; descending keeps equal elements in index order."""
-    n = x.shape[-1]
-    if not descending:
-        return np.argsort(x, axis=-1, kind="stable")
-    flipped = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
-    return (n - 1 - flipped).astype(np.int64)
-
-
 # -- argsort: sorted values and their int32 indices along the last axis of a 2-d tensor ---
 def _argsort_infer(x, *, descending):
     _rows("argsort", x)
@@ -32,13 +23,12 @@ def _argsort_infer(x, *, descending):
 
 
 def _argsort_eager(x, *, descending):
-    order = _order(x, descending)
+    order = sort_order(x, descending)
     return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
 
 
 def _argsort_lower(L, x, *, descending):
-    n = L.types[0].shape[-1]
-    return L.R.topk(x, k=n, axis=-1, ret_type="both", largest=descending, dtype="int32")
+    return lower_sorted(L, x, L.types[0].shape[-1], descending)
 
 
 ARGSORT = MgeOpr("Argsort", "Argsort",

@@ -29,7 +29,7 @@ from ..tensor import Tensor
 from .module_utils import set_module_mode_safe
 
 __all__ = ["module_stats", "register_flops", "register_hook_module", "hook_modules",
-           "sizeof_fmt"]
+           "sizeof_fmt", "get_op_stats"]
 
 logger = get_logger(__name__)
 
@@ -145,6 +145,19 @@ def _activation_stats(name: str, class_name: str, out: Tensor, with_values: bool
     if with_values:
         d["mean"], d["std"] = _summary(out)
     return d
+
+
+def get_op_stats(module, inputs, outputs) -> Optional[dict]:
+    """Shapes and FLOPs of one call of `module` (or of a Network OpNode, whose FLOPs
+    rules megtrace.utils.network_node registers); None without a FLOPs rule."""
+    if not isinstance(outputs, (tuple, list)):
+        outputs = (outputs,)
+    rule = next((fn for cls, fn in _flops_rules.items() if isinstance(module, cls)), None)
+    if rule is None:
+        return None
+    return {"input_shapes": [i.shape for i in inputs],
+            "output_shapes": [o.shape for o in outputs],
+            "flops_num": rule(module, inputs, outputs)}
 
 
 def _op_stats(name: str, class_name: str, module, inputs, outputs) -> Optional[dict]:

@@ -13,6 +13,9 @@ measurements behind them):
 - pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
 - matmul.py    batched matmul of two runtime tensors (attention), same tile
+- attention.py softmax(q @ k^T) @ v as one kernel per head and row block
+               (MEGTRACE_FUSED_ATTENTION=0: three kernels)
+- views.py     reshape / transpose / slice chains read as strides (no copy kernels)
 - pool.py      pooling and global reductions on NCHW16c
 - epilogue.py  bias / batch norm / activation / residual fused into the kernels
 - layout.py    NCHW16c and weight packing

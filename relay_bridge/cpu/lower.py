@@ -28,11 +28,12 @@ from .dense import DenseShape, dense_packed
 from .depthwise import DepthwiseShape, depthwise_nchwc
 from .matmul import MatmulShape, batch_matmul
 from .epilogue import Epilogue, blocked_output
-from .plan import F32, Group, elementwise_steps, find_groups
+from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention, find_groups
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
-from . import winograd
+from . import attention as att, winograd
+from .views import trace_view
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,10 @@ class _CpuLowering:
         self.anchored = {g.anchor: g for g in groups}
         self.users = graph.users()
         self.fused: set[Node] = set()        # groups computed inside an earlier kernel
+        # scores group -> (match, shape, bases, kernel, heads transpose) of a fused attention
+        self.attention: dict[Group, tuple[AttentionMatch, att.AttentionShape, list[Var],
+                                          Any, Node | None]] = {}
+        self._plan_attention(groups)
 
     # -- driver -------------------------------------------------------------------------
     def build(self, func_name: str):
@@ -87,6 +92,9 @@ class _CpuLowering:
         if node in self.fused:
             return
         group = self.group_at.get(node)
+        if group in self.attention:
+            self._attention(group)
+            return
         if group is not None:
             pair = self._depthwise_after(group)
             if pair is not None and self._try("expand_depthwise",
@@ -245,6 +253,79 @@ class _CpuLowering:
         self.fused.add(nxt.nodes[-1])
         self.fused.update(nxt.nodes[:-1])
         self.used.append("expand_depthwise")
+
+    def _plan_attention(self, groups: list[Group]) -> None:
+        """Decides the fused attentions before any node is emitted: their kernels are
+        built here (one that fails leaves its nodes to the other rules), and the view
+        nodes (transpose, slices) only they read are never emitted."""
+        if att.mode() == "off":
+            return
+        graph = self.graph
+        producer = {v: n for n in graph.nodes for v in n.outputs}
+        for match in find_attention(graph, groups):
+            traced = [trace_view(x, graph, producer) for x in match.operands]
+            bases: list[Var] = []
+            for base, _, _ in traced:
+                if base not in bases:
+                    bases.append(base)
+            q, k, v = (x.type.shape for x in match.operands)
+            if not len(q) == len(k) == len(v) or not q[:-2] == k[:-2] == v[:-2]:
+                continue                    # broadcast batch axes: the matmul rule
+            shape = att.AttentionShape(
+                tuple(q[:-2]), *(view for _, view, _ in traced),
+                tuple(b.type.size for b in bases), *(bases.index(b) for b, _, _ in traced))
+            if not att.applies(shape):
+                continue
+            swap = self._heads_swap(match.output.out)
+            key = (att.attention, shape, _epilogue_key(match.scores.epilogue),
+                   _epilogue_key(match.output.epilogue), swap is not None)
+            try:
+                func = self.kernels.get(key) or att.attention(
+                    shape, match.scores.epilogue, match.output.epilogue, swap is not None)
+            except Exception as e:      # the three-kernel path, never a guess
+                log.warning("CPU rule attention not applied (%s: %s)", type(e).__name__,
+                            (str(e).strip().splitlines() or [""])[0])
+                continue
+            self.kernels[key] = func
+            self.attention[match.scores] = (match, shape, bases, func, swap)
+            self.fused.update([match.softmax, *match.output.nodes, *([swap] if swap else [])])
+        inside = {n for m, _, _, _, swap in self.attention.values()
+                  for n in (*m.scores.nodes, m.softmax, *m.output.nodes, *([swap] if swap else []))}
+        read = {b for _, _, bases, _, _ in self.attention.values() for b in bases}
+        read.update(graph.outputs)
+        dead: set[Node] = set()
+        for n in reversed(graph.nodes):   # what only the fused kernels' views needed
+            used = [u for o in n.outputs for u in self.users.get(o, [])]
+            if used and n not in inside and all(u in inside or u in dead for u in used) \
+                    and not any(o in read for o in n.outputs):
+                dead.add(n)
+        self.fused.update(dead)
+
+    def _heads_swap(self, out: Var) -> Node | None:
+        """The transpose (..., h, s, dv) -> (..., s, h, dv) that alone reads an attention's
+        output (multi-head attention merging its heads): the kernel writes that order."""
+        users = self.users.get(out, [])
+        if len(users) != 1 or out in self.graph.outputs or out.type.ndim < 3:
+            return None
+        node, n = users[0], out.type.ndim
+        swapped = (*range(n - 3), n - 2, n - 3, n - 1)
+        if node.op.name != "transpose" or tuple(node.kwargs["pattern"]) != swapped:
+            return None
+        return node
+
+    def _attention(self, group: Group) -> None:
+        match, shape, bases, func, swap = self.attention[group]
+        rx = self.rx
+        args = [self.bb.emit(rx.op.reshape(self.get_plain(b), (b.type.size,))) for b in bases]
+        args += [rx.const(np.ascontiguousarray(v, np.float32))
+                 for v in match.output.epilogue.vectors()]
+        s, _, _, dv = shape.sizes
+        result = swap.outputs[0] if swap else match.output.out
+        h = shape.batch[-1] if swap else 1
+        out = self._call(func, args, (shape.nb // h, s, h, dv) if swap else (shape.nb, s, dv),
+                         "attention")
+        self.plain[result] = self.bb.emit(rx.op.reshape(out, result.type.shape))
+        self.used.append("attention")
 
     def _winograd(self, shape: ConvShape, w: Var) -> bool:
         """Whether a conv takes the Winograd rule: 3x3 stride 1 on a blocked input with a

@@ -176,3 +176,48 @@ def find_groups(graph: Graph) -> list[Group]:
         taken.update(group.nodes)
         groups.append(group)
     return groups
+
+
+@dataclass(eq=False)
+class AttentionMatch:
+    """softmax(q @ k^T [scalar steps], last axis) @ v as three graph pieces: the scores
+    group, the softmax node, the output group (whose epilogue has no tensor operand)."""
+
+    scores: Group
+    softmax: Node
+    output: Group
+
+    @property
+    def operands(self) -> tuple[Var, Var, Var]:
+        q, k = self.scores.anchor.inputs
+        return q, k, self.output.anchor.inputs[1]
+
+
+def find_attention(graph: Graph, groups: list[Group]) -> list[AttentionMatch]:
+    """Every q @ k^T -> softmax -> @ v chain whose intermediates nothing else reads."""
+    users, outputs = graph.users(), set(graph.outputs)
+    by_anchor = {g.anchor: g for g in groups}
+
+    def only_user(var: Var) -> Node | None:
+        used = users.get(var, [])
+        return used[0] if len(used) == 1 and var not in outputs else None
+
+    found = []
+    for g in groups:
+        p = g.anchor.kwargs
+        if g.kind != "matmul" or p["transpose_a"] or not p["transpose_b"] \
+                or any(s.operand is not None and s.operand.kind != "scalar"
+                       for s in g.epilogue.steps):
+            continue
+        sm = only_user(g.out)
+        if sm is None or sm.op.name != "softmax" or sm.inputs[0] is not g.out \
+                or sm.kwargs["axis"] % g.out.type.ndim != g.out.type.ndim - 1:
+            continue
+        nxt = only_user(sm.outputs[0])
+        out = by_anchor.get(nxt)
+        if out is None or out.kind != "matmul" or nxt.inputs[0] is not sm.outputs[0] \
+                or nxt.inputs[1] is sm.outputs[0] or nxt.kwargs["transpose_a"] \
+                or nxt.kwargs["transpose_b"] or out.epilogue.tensors():
+            continue
+        found.append(AttentionMatch(g, sm, out))
+    return found

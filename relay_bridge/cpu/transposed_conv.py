@@ -73,11 +73,20 @@ def _subpixel(node: Node, ins: list[Var], new: Graph) -> tuple[Var]:
     def add(opname, inputs, **params):
         return new.add_node(op(opname), inputs, params, name)[0]
 
-    flat = add("reshape", [w], shape=(w.type.size,))
-    flat = add("concat", [flat, new.add_const(np.zeros(1, "float32"))], axis=0)
-    wk = add("take", [flat, new.add_const(index)], axis=0)
-    if groups > 1:
-        wk = add("reshape", [wk], shape=(groups, ocg * math.prod(stride), icg) + taps)
+    if all(s == 1 for s in stride):
+        # one phase: the sub-pixel weight is the weight with its channel axes swapped
+        # and its taps flipped, two copies the build fuses into the conv's weight
+        # packing (a gather through `index` costs a pass of its own per step)
+        lead = (0, 2, 1) if grouped else (1, 0)
+        wk = add("transpose", [w], pattern=lead + tuple(range(len(lead), len(lead) + nd)))
+        wk = add("subtensor", [wk], index=tuple((len(lead) + i, None, None, -1, None)
+                                                for i in range(nd)))
+    else:
+        flat = add("reshape", [w], shape=(w.type.size,))
+        flat = add("concat", [flat, new.add_const(np.zeros(1, "float32"))], axis=0)
+        wk = add("take", [flat, new.add_const(index)], axis=0)
+        if groups > 1:
+            wk = add("reshape", [wk], shape=(groups, ocg * math.prod(stride), icg) + taps)
     # per-phase positions the crop needs, [padding // s, need), and the smallest symmetric
     # conv padding that covers them: starting at phase position padding // s rather than
     # 0 keeps a stride-1 input gradient (pad k-1-p) from computing k-1 rows and columns

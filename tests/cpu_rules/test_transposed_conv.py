@@ -46,6 +46,9 @@ CASES = [  # x shape, w shape, stride, padding, output_padding, groups
     # padding beyond the taps: the phase grid starts past its first position
     ((1, 3, 6, 5), (3, 2, 3, 3), (1, 1), (2, 2), (0, 0), 1),
     ((1, 4, 4, 4), (4, 4, 3, 3), (2, 2), (3, 3), (1, 1), 1),
+    # stride 1 grouped and 3-d (the weight transposed and flipped rather than gathered)
+    ((1, 6, 5, 4), (2, 3, 4, 3, 2), (1, 1), (1, 0), (0, 0), 2),
+    ((1, 4, 3, 4, 5), (4, 2, 3, 2, 3), (1, 1, 1), (1, 0, 1), (0, 0, 0), 1),
 ]
 
 
@@ -87,3 +90,5 @@ def test_stride1_subpixel_conv_computes_only_the_output(rng):
     convs = [n for n in as_subpixel_convs(infer.graph).nodes if n.op.name == "conv2d"]
     assert [n.outputs[0].type.shape for n in convs] == [(2, 6, 1, 1)]
     assert tuple(convs[0].kwargs["padding"]) == (1, 1)
+    # its weight is transposed and flipped (fused into the weight packing), not gathered
+    assert "take" not in {n.op.name for n in as_subpixel_convs(infer.graph).nodes}

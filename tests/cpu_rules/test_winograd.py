@@ -96,10 +96,21 @@ def test_weight_transform_is_packed_per_block(rng):
     assert not u[:, :, 1, 1, 1:, :].any() and not u[:, :, 1, :, :, 4:].any()
 
 
-@pytest.mark.parametrize("c,hw,want", [(64, 56, True), (128, 28, True), (256, 14, True),
-                                       (512, 7, True), (32, 56, False), (64, 2, False)])
-def test_cost_rule(c, hw, want):
-    assert W.worth_it(ConvShape(1, c, hw, hw, c, 3, 3, (1, 1), (1, 1), True)) is want
+@pytest.mark.parametrize("n,c,hw,want", [
+    (1, 64, 56, True), (1, 128, 28, True), (1, 256, 14, True), (1, 32, 56, False),
+    (1, 64, 2, False),
+    # batch 1 at 7x7: 4 tiles per weight vector, the 4x larger transformed weight
+    # streams longer than the direct conv computes; batch 8 reuses it 32 times
+    (1, 512, 7, False), (2, 512, 7, False), (8, 512, 7, True)])
+def test_cost_rule(n, c, hw, want):
+    assert W.worth_it(ConvShape(n, c, hw, hw, c, 3, 3, (1, 1), (1, 1), True)) is want
+
+
+def test_cost_rule_counts_weight_streaming():
+    """Same multiply-adds, same GEMM: only the weight's size differs (and decides)."""
+    small = ConvShape(1, 512, 7, 7, 512, 3, 3, (1, 1), (1, 1), True)
+    assert W.winograd_cost(small) == W.STREAM_MACS_PER_BYTE * 4 * 36 * 512 * 512
+    assert W.direct_cost(small) == small.flops / 2
 
 
 def test_cost_rule_never_takes_strided_or_plain_inputs():
@@ -132,3 +143,14 @@ def test_switch_is_part_of_the_compile_cache_key(rng, monkeypatch):
         monkeypatch.setenv(W.ENV, env)
         keys.add(entry_key(g, resolve(None), True, BuildOptions()))
     assert len(keys) == 3
+
+
+def test_gemm_register_tile():
+    """2 output blocks x up to 8 tiles with AVX-512 when the blocks pair up (ResNet-18's
+    56x56 and 28x28 maps: 196 and 49 tiles, 7 per block without padding), else the
+    1-block tile of up to 14 (AVX-512) or 6 (AVX2) tiles."""
+    assert W.gemm_channel_blocks(4, 16) == 2
+    assert W.gemm_channel_blocks(3, 16) == 1 and W.gemm_channel_blocks(4, 8) == 1
+    assert W.register_rows(196, 16, 2) == 7 and W.register_rows(49, 16, 2) == 7
+    assert W.register_rows(16, 16, 2) == 8 and W.register_rows(4, 16, 2) == 4
+    assert W.register_rows(196, 16, 1) == 14 and W.register_rows(196, 8, 1) <= 6
