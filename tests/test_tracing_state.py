@@ -45,3 +45,17 @@ def test_execution_strategy_strings_and_flags():
         assert F.debug_param.get_execution_strategy is get_execution_strategy
     finally:
         config.benchmark_kernel, config.deterministic_kernel = saved
+
+
+def test_megengines_subpackages_are_attributes_of_the_package():
+    """`import megengine as mge; mge.amp.autocast()` (MegEngine imports amp, traced_module
+    and cgtools with the package; megtrace on first use)."""
+    import megtrace.module as M
+    assert mge.amp.autocast is __import__("megtrace.amp", fromlist=["autocast"]).autocast
+    assert callable(mge.traced_module.trace_module)
+    assert mge.cgtools.GraphInference is not None
+    assert M.linear.Linear is M.Linear and M.qat.linear.Linear is M.qat.Linear
+    assert M.quantized.conv_bn.ConvBn2d is M.quantized.ConvBn2d
+    assert F.tensor.concat is F.concat and F.elemwise.clip is F.clip
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        mge.no_such_name

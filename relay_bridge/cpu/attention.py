@@ -84,7 +84,8 @@ def _tile(n: int) -> int:
     return 32 if n % 32 == 0 else 16
 
 
-def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None = None):
+def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None = None,
+              heads_last: bool = False):
     """Scheduled PrimFunc (*flat bases, *epilogue vectors (dv,), out (prod(batch), s, dv)).
     `scores`: scalar-only steps on q @ k^T before the softmax (the 1/sqrt(d) scale)."""
     te, t = tvm().te, tvm().tirx
@@ -127,8 +128,13 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
     rj = te.reduce_axis((0, tk), "j")
     acc = te.compute((nb, sp, dv), lambda bb, i, c: te.sum(
         norm[bb, i, rj] * read(shape.v, shape.v_base, bb, rj, c), axis=rj), name="att_out")
-    out = te.compute((nb, s, dv), lambda bb, i, c: epilogue.apply(
-        acc[bb, i, c], lambda q: vectors[q][c], None), name="out")
+    if heads_last:      # (b, s, h, dv): the (b, h, s, dv) result with h and s swapped
+        h = batch[-1]
+        out = te.compute((nb // h, s, h, dv), lambda b, i, hh, c: epilogue.apply(
+            acc[b * h + hh, i, c], lambda q: vectors[q][c], None), name="out")
+    else:
+        out = te.compute((nb, s, dv), lambda bb, i, c: epilogue.apply(
+            acc[bb, i, c], lambda q: vectors[q][c], None), name="out")
 
     def schedule(sch):
         sch.compute_inline(sch.get_sblock("scaled"))
