@@ -328,3 +328,19 @@ def test_reset_batch_size_refolds_flatten(name, fixtures_dir, lite, tmp_path):
     input_name = net.input_vars[0].name
     check(dumped(net), {input_name: x}, {net.output_vars[0].name: want}, lite, tmp_path,
           tol=1e-4)
+
+
+def test_symbolic_shape_switch():
+    from megtrace.core._trace_option import use_symbolic_shape
+    from megtrace.utils.network import set_symbolic_shape
+    net = load()
+    act = net.var_filter.name("act").as_unique()
+    old = set_symbolic_shape(True)
+    try:
+        assert use_symbolic_shape() is True
+        shape = act.shape
+        assert isinstance(shape, N.VarNode)
+        assert shape.numpy().tolist() == [2, 4, 4, 4] and shape.dtype == np.int32
+    finally:
+        set_symbolic_shape(old)
+    assert act.shape == act.partial_shape == (2, 4, 4, 4)

@@ -44,3 +44,22 @@ from .accuracy import topk_accuracy  # noqa: E402  (F.topk_accuracy; metric/util
 __all__.append("topk_accuracy")
 
 from . import quantized  # noqa: E402,F401  (F.quantized: inference-only quantized convolutions)
+
+from . import debug_param, tensor  # noqa: E402,F401  (MegEngine's paths of their own)
+
+# MegEngine's submodules hold these names too (`from megengine.functional.elemwise import
+# clip`); megtrace defines them elsewhere, so they are bound here, once every module is loaded.
+_ALSO_IN = {
+    elemwise: ["acos", "asin", "atan", "atan2", "asinh", "acosh", "atanh", "clip", "cosh",
+               "equal", "greater", "greater_equal", "left_shift", "less", "less_equal",
+               "logical_and", "logical_not", "logical_or", "logical_xor", "logaddexp",
+               "not_equal", "right_shift", "sinh", "tan"],
+    math: ["argsort", "dot", "matinv", "matmul", "max", "mean", "min", "norm", "normalize",
+           "prod", "sign", "sort", "std", "sum", "svd", "var"],
+    nn: ["gelu", "hsigmoid", "hswish", "logsigmoid", "logsumexp", "normalize", "relu6",
+         "sigmoid", "silu", "softplus"],
+}
+for _module, _names in _ALSO_IN.items():
+    for _name in _names:
+        setattr(_module, _name, globals()[_name])
+    _module.__all__ = [*_module.__all__, *(n for n in _names if n not in _module.__all__)]

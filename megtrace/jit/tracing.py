@@ -25,11 +25,18 @@ from . import overlap
 from .configs import DTRConfig, GraphOptimizationConfig, SublinearMemoryConfig
 from .dumping import dump_trace
 from .entry import TraceEntry, materialize
+from .exclude import exclude_from_trace  # noqa: F401  (megengine.jit.tracing.exclude_from_trace)
 from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
-from .replay import Replayer
+from .replay import Replayer, _equal as array_comparator  # noqa: F401  (MegEngine's name)
 from .sublinear import checkpoint_graph, plan_for_dtr
 from .tape_node import TapeNodeCall
+
+
+def is_tracing() -> bool:
+    """Whether code runs inside a traced function's call, recorded or replayed, and not
+    inside `exclude_from_trace` (MegEngine's `jit.tracing.is_tracing`)."""
+    return isinstance(dispatch.active_recorder(), (TraceRecorder, Replayer))
 
 
 

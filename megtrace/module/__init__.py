@@ -32,3 +32,8 @@ __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchMatMulAc
            "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "SyncBatchNorm",
            "init", "DeformablePSROIPooling", "GeneralNorm", "LocalResponseNorm", "Pad",
            "PixelShuffle", "SlidingWindow", "SlidingWindowTranspose"]
+
+# MegEngine's module paths of their own (`megengine.module.linear`, ...): each names where
+# megtrace keeps the classes
+from . import (adaptive_pooling, conv_transpose_bn, dropout, embedding, identity,  # noqa: E402,F401
+               linear, linear_bn, pooling, sequential)

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import functional as F
 from ..tensor import Parameter
+from .layers import ReLU  # noqa: F401  (megengine.module.activation.ReLU)
 from .module import Module
 
 

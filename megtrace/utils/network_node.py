@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import device as _device
 from .. import dtype as _dt
+from ..core._trace_option import set_symbolic_shape, use_symbolic_shape  # noqa: F401
 from ..errors import MegtraceError, TraceError
 from ..ir import TensorType, Var
 from ..ops import OpDef
@@ -24,17 +25,6 @@ from ..tensor import Tensor
 from .module_stats import register_flops
 
 _seq = itertools.count()           # creation order: the priority of a node without one
-_symbolic_shape = [False]          # set_symbolic_shape's switch
-
-
-def use_symbolic_shape() -> bool:
-    return _symbolic_shape[0]
-
-
-def set_symbolic_shape(option: bool) -> bool:
-    """Whether `VarNode.shape` is a VarNode (True) or a tuple; returns the old setting."""
-    old, _symbolic_shape[0] = _symbolic_shape[0], bool(option)
-    return old
 
 
 class NetworkNode:

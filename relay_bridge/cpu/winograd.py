@@ -9,10 +9,11 @@ input tile with 36 multiply-adds per (input, output) channel pair instead of 144
     M = U * V          36 independent GEMMs: tiles x in-channels @ in-channels x out-channels
     Y = A^T M A        4x4 output tile, then the fused epilogue (bias, BN, ReLU, residual)
 
-All four stages live in one PrimFunc. The GEMM is the packed register tile of dense.py
-(mr tiles x 16 output channels of accumulators, one weight vector load and mr broadcast
-FMAs per reduction step), sized for the host's vector registers: 14 x 16 with AVX-512
-(28 of 32 zmm), 6 x 16 with AVX2 (12 of 16 ymm). The transforms are sums with the
+All four stages live in one PrimFunc. The GEMM is a packed register tile (mr tiles x
+kb x 16 output channels of accumulators, kb weight vector loads and mr broadcasts per
+reduction step), sized for the host's vector registers: 8 x 2 x 16 with AVX-512 when the
+output blocks pair up (16 of 32 zmm; else 14 x 16), 6 x 16 with AVX2 (12 of 16 ymm),
+see `gemm_channel_blocks`. The transforms are sums with the
 small integer coefficients of B^T and A^T written out term by term (no multiply by 0
 or 1): each is computed per tile in registers, 16 channels per vector.
 
@@ -64,12 +65,24 @@ def mode() -> str:
     return "all" if value in ("all", "force", "always") else "auto"
 
 
-def register_rows(tiles: int, lanes: int) -> int:
-    """Tiles per GEMM register block: at most what the registers hold (16-channel rows
-    of accumulators plus one weight vector and a broadcast). Cost of a choice: the rows
-    computed (the last block is padded) times (1 + 1/r) for the per-block loads that
-    `r` rows share."""
-    lo, hi = (8, 14) if lanes == 16 else (4, 6)
+def gemm_channel_blocks(oc_blocks: int, lanes: int) -> int:
+    """Output-channel blocks per GEMM register tile: 2 with AVX-512 when they divide (each
+    broadcast tile value then feeds 2 FMAs: 2 weight loads + r broadcasts per 2r FMAs
+    instead of 1 + r per r). Measured on the Xeon host (1 thread, alternating builds):
+    ResNet-18's 3x3 layers 0.77 -> 0.68 ms (64 ch @56), 0.77 -> 0.61 (128 @28),
+    1.57 -> 1.14 (256 @14), batch 8 at 512 @7 9.4 -> 7.4 ms."""
+    return 2 if lanes == 16 and oc_blocks % 2 == 0 else 1
+
+
+def register_rows(tiles: int, lanes: int, kb: int = 1) -> int:
+    """Tiles per GEMM register block: at most what the registers hold (kb 16-channel rows
+    of accumulators per tile plus kb weight vectors and a broadcast: 2 x 8 or 1 x 14 of
+    AVX-512's 32, 1 x 6 of AVX2's 16). Cost of a choice: the rows computed (the last
+    block is padded) times (1 + 1/r) for the per-block loads that `r` rows share."""
+    if kb == 2:
+        lo, hi = 6, 8
+    else:
+        lo, hi = (8, 14) if lanes == 16 else (4, 6)
     if tiles <= hi:
         return tiles
     return min(range(lo, hi + 1), key=lambda r: (ceil_div(tiles, r) * r * (1 + 1 / r), -r))
@@ -96,8 +109,12 @@ class WinogradShape:
         return self.conv.n * th * tw
 
     @property
+    def channel_blocks(self) -> int:
+        return gemm_channel_blocks(blocks(self.conv.oc), vector_lanes())
+
+    @property
     def rows(self) -> int:
-        return register_rows(self.tiles, vector_lanes())
+        return register_rows(self.tiles, vector_lanes(), self.channel_blocks)
 
     @property
     def padded_tiles(self) -> int:
@@ -113,18 +130,30 @@ class WinogradShape:
             * BLOCK * BLOCK
 
 
+# U = G w G^T for all 36 (a, b) at once: KRON[r*3+s, a*6+b] = G[a, r] G[b, s]
+KRON = np.kron(G, G).T.copy()
+
+
 def transform_weight(w: np.ndarray) -> np.ndarray:
     """(OC, IC, 3, 3) -> U = G w G^T packed as (6, 6, OC/16, IC/16, 16i, 16o), zero-padded;
     done in float64 at build time so the kernel never transforms weights."""
     oc, ic = w.shape[:2]
-    padded = np.zeros((blocks(oc) * BLOCK, blocks(ic) * BLOCK, KERNEL, KERNEL))
-    padded[:oc, :ic] = w                       # zero channels transform to zero
-    # two batched matmuls (G w, then (G w) G^T), then one packing copy in float32: a
-    # 3-operand einsum (one naive loop over six indices) and float64 copies took ~3x
-    # as long on ResNet-18's 512-channel weights (first-call build time, issue 11)
-    u = np.matmul(np.matmul(G, padded), G.T).astype(np.float32)      # (OC, IC, 6, 6)
-    u = u.reshape(blocks(oc), BLOCK, blocks(ic), BLOCK, ALPHA, ALPHA)
-    return np.ascontiguousarray(u.transpose(4, 5, 0, 2, 3, 1))
+    ob, ib = blocks(oc), blocks(ic)
+    out = np.empty((ALPHA, ALPHA, ob, ib, BLOCK, BLOCK), np.float32)
+    # one output-channel block at a time: a (16*IC, 9) x (9, 36) product whose float64
+    # result stays in cache for the packing copy (batched 3x3 matmuls over the whole
+    # weight took ~4-10x as long on ResNet-18: first-call build time, issue 11)
+    rows = np.zeros((BLOCK, ib * BLOCK, KERNEL * KERNEL))  # zero channels transform to zero
+    for k in range(ob):
+        part = w[k * BLOCK:(k + 1) * BLOCK].reshape(-1, ic, KERNEL * KERNEL)
+        rows[:part.shape[0], :ic] = part
+        rows[part.shape[0]:] = 0.0
+        # einsum's own loop, not BLAS: OpenBLAS threads on these thin products burnt
+        # ~10x the CPU (and wall time on a busy machine)
+        u = np.einsum("nk,km->nm", rows.reshape(-1, KERNEL * KERNEL), KRON)
+        u = u.reshape(BLOCK, ib, BLOCK, ALPHA, ALPHA)
+        out[:, :, k] = u.transpose(3, 4, 1, 2, 0)          # (a, b, ib, 16i, 16o)
+    return out
 
 
 def applies(conv: ConvShape) -> bool:
@@ -195,12 +224,15 @@ def _combine(coefs, terms):
 
 
 def _select(index, exprs):
-    """exprs[index] for a loop variable `index` that the schedule unrolls (the Select
-    chain then folds to one expression per unrolled iteration)."""
+    """exprs[index] for a loop variable `index` that the schedule unrolls: a chain of
+    if_then_else that folds to one expression per unrolled iteration. Not tir.Select:
+    VectorizeLoop (before UnrollLoop) widens a Select's condition to a vector, and a
+    Select on a constant vector is never folded, so every stored value carried all six
+    expressions through TIR's passes and into LLVM (twice the build time, issue 11)."""
     t = tvm().tirx
     expr = exprs[-1]
     for k in range(len(exprs) - 2, -1, -1):
-        expr = t.Select(index == k, exprs[k], expr)
+        expr = t.if_then_else(index == k, exprs[k], expr)
     return expr
 
 
@@ -256,7 +288,7 @@ def winograd_conv2d(conv: ConvShape, epilogue: Epilogue | None = None):
             parallel_if(sch, sch.fuse(n, c, y), work)
             sch.vectorize(ci)
         _schedule_input(sch, work)
-        _schedule_gemm(sch, mr, work)
+        _schedule_gemm(sch, mr, shape.channel_blocks, work)
         _schedule_output(sch, work)
 
     return scheduled_func([x, u, *vectors, *tensors, out], schedule, "winograd_nchw16c")
@@ -281,18 +313,20 @@ def _schedule_input(sch, work: int) -> None:
     sch.vectorize(ci)
 
 
-def _schedule_gemm(sch, mr: int, work: int) -> None:
-    """36 GEMMs with an mr x 16 accumulator tile (see conv.py / dense.py)."""
+def _schedule_gemm(sch, mr: int, kb: int, work: int) -> None:
+    """36 GEMMs with an mr x (kb x 16) accumulator tile (see conv.py / dense.py)."""
     blk = sch.get_sblock("gemm")
     a, b, k, p, ko, rc, rci = sch.get_loops(blk)
     po, pi = sch.split(p, [None, mr])
-    sch.reorder(a, b, k, po, rc, rci, pi, ko)
+    k, ki = sch.split(k, [None, kb])
+    sch.reorder(a, b, k, po, rc, rci, ki, pi, ko)
     par = sch.fuse(a, b, k, po)
     parallel_if(sch, par, work)
     acc = sch.cache_write(blk, 0, "local")
     sch.reverse_compute_at(acc, par)
     sch.vectorize(ko)
     sch.unroll(pi)
+    sch.unroll(ki)
     init = sch.decompose_reduction(blk, rc)
     vectorize_inner(sch, init, par)
     vectorize_inner(sch, acc, par)

@@ -78,17 +78,22 @@ CONVS = [  # n, c, h, w, oc, k, stride, pad
     (2, 24, 5, 5, 64, 3, 1, 0),         # 3-column rows: 4 channel blocks per tile
     (2, 272, 2, 2, 272, 3, 1, 1),       # a wide weight on a small map: channels outermost
     (3, 200, 1, 1, 256, 3, 1, 1),       # the same on a 1x1 map (a training step's late layers)
+    (4, 32, 18, 18, 64, 16, 1, 0),      # a 64-channel weight gradient: half the blocks per tile
 ]
 
 
 def test_tile_choices_of_the_added_shapes():
-    """The last three CONVS exercise the schedules they are there for."""
-    from megtrace.relay_bridge.cpu.conv import ConvShape, channel_blocks, channels_outer
+    """The last four CONVS exercise the schedules they are there for."""
+    from megtrace.relay_bridge.cpu.conv import (ConvShape, channel_blocks, channels_outer,
+                                                tile_order)
     assert channel_blocks(3, 4, 16) == 4 and channel_blocks(2, 17, 16) == 1
     wide = ConvShape(2, 272, 2, 2, 272, 3, 3, padding=(1, 1))
     assert channels_outer(wide, 4 * 4) and channels_outer(
         ConvShape(3, 200, 1, 1, 256, 3, 3, padding=(1, 1)), 3 * 3)
     assert not channels_outer(ConvShape(1, 64, 56, 56, 64, 3, 3, padding=(1, 1)), 58 * 58)
+    # 3-column rows of 4 channel blocks on a weight past L2: 2 blocks per tile, outermost
+    assert tile_order(ConvShape(4, 32, 18, 18, 64, 16, 16), 3, 18 * 18, 16) == (2, True)
+    assert tile_order(ConvShape(2, 24, 5, 5, 64, 3, 3), 3, 5 * 5, 16) == (4, False)
 
 
 @pytest.mark.parametrize("n,c,h,w,oc,k,s,p", CONVS, ids=[f"{c[1]}to{c[4]}k{c[5]}s{c[6]}"

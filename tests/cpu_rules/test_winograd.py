@@ -143,3 +143,14 @@ def test_switch_is_part_of_the_compile_cache_key(rng, monkeypatch):
         monkeypatch.setenv(W.ENV, env)
         keys.add(entry_key(g, resolve(None), True, BuildOptions()))
     assert len(keys) == 3
+
+
+def test_gemm_register_tile():
+    """2 output blocks x up to 8 tiles with AVX-512 when the blocks pair up (ResNet-18's
+    56x56 and 28x28 maps: 196 and 49 tiles, 7 per block without padding), else the
+    1-block tile of up to 14 (AVX-512) or 6 (AVX2) tiles."""
+    assert W.gemm_channel_blocks(4, 16) == 2
+    assert W.gemm_channel_blocks(3, 16) == 1 and W.gemm_channel_blocks(4, 8) == 1
+    assert W.register_rows(196, 16, 2) == 7 and W.register_rows(49, 16, 2) == 7
+    assert W.register_rows(16, 16, 2) == 8 and W.register_rows(4, 16, 2) == 4
+    assert W.register_rows(196, 16, 1) == 14 and W.register_rows(196, 8, 1) <= 6

@@ -11,3 +11,6 @@ __all__ = ["BatchMatMulActivation", "Concat", "Conv2d", "ConvBn2d", "ConvBnRelu2
            "ConvTransposeBn2d", "ConvTransposeBnRelu2d", "ConvTransposeRelu2d",
            "DequantStub", "Elemwise", "Linear", "LinearBn1d", "LinearBnRelu1d",
            "LinearRelu", "QATModule", "QuantStub"]
+
+# MegEngine's module paths of their own (`megengine.module.qat.linear`, ...)
+from . import concat, conv_transpose_bn, elemwise, linear, quant_dequant  # noqa: E402,F401

@@ -11,3 +11,7 @@ __all__ = ["BatchMatMulActivation", "Concat", "Conv2d", "ConvBn2d", "ConvBnRelu2
            "ConvTransposeBn2d", "ConvTransposeBnRelu2d", "ConvTransposeRelu2d",
            "DequantStub", "Elemwise", "Linear", "LinearBn1d", "LinearBnRelu1d",
            "LinearRelu", "QuantStub", "QuantizedModule"]
+
+# MegEngine's module paths of their own (`megengine.module.quantized.linear`, ...)
+from . import (concat, conv_bn, conv_transpose_bn, elemwise, linear, linear_bn,  # noqa: E402,F401
+               quant_dequant)
