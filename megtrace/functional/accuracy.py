@@ -5,9 +5,10 @@ from typing import Iterable, Union
 
 import numpy as np
 
+from ..dispatch import apply
+from ..errors import ShapeError
 from ..tensor import Tensor
 from ._convert import require_tensor
-from .math import topk as _topk
 from .tensor_ops import broadcast_to, reshape
 
 __all__ = ["topk_accuracy"]
@@ -20,7 +21,11 @@ def topk_accuracy(logits: Tensor, target: Tensor, topk: Union[int, Iterable[int]
     ks = (topk,) if isinstance(topk, int) else tuple(topk)
     logits, target = require_tensor("topk_accuracy", logits), require_tensor("topk_accuracy",
                                                                              target)
-    _, pred = _topk(logits, k=max(ks), descending=True)
+    if logits.ndim != 2:
+        raise ShapeError(f"topk_accuracy: logits must be (batch_size, num_classes); got shape "
+                         f"{tuple(logits.shape)}")
+    # the topk op itself (F.topk's k clamp: a k beyond num_classes takes every class)
+    _, pred = apply("topk", logits, k=min(max(ks), logits.shape[1]), descending=True)
     n = target.shape[0]
     column = reshape(target, (n, 1))
     accs = []
