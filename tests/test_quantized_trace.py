@@ -231,3 +231,39 @@ def test_four_bit_typecvt_runs_in_lite_but_four_bit_tensors_are_refused(tmp_path
     with pytest.raises(UnsupportedOpError, match="QuantizedS4"):
         t4.dump(str(tmp_path / "q4.mge"), arg_names=["q"])
     assert not (tmp_path / "q4.mge").exists()
+
+
+def _asymmetric_conv(w_dtype):
+    rng = np.random.default_rng(0)
+    w = mge.tensor(rng.normal(size=(6, 4, 3, 3)).astype(np.float32)).astype(w_dtype)
+    b = mge.tensor(rng.normal(size=(1, 6, 1, 1)).astype(np.float32)).astype(
+        D.qint32(0.05 * 0.02))
+
+    def f(x):
+        q = x.astype(D.quint8(0.05, 128))
+        y = F.quantized.conv_bias_activation(q, w, b, D.quint8(0.1, 120), padding=1,
+                                             nonlinear_mode="relu")
+        return y.astype("float32")
+    return f, rng.normal(size=(2, 4, 9, 9)).astype(np.float32)
+
+
+@pytest.mark.lite
+def test_asymmetric_conv_with_zero_points_runs_in_lite_as_compiled(tmp_path, lite):
+    """quint8 input, weight and output (zero points 128, 125, 120): the compiled trace
+    equals eager, and real MegEngine Lite running the dump gives the same values."""
+    f, x = _asymmetric_conv(D.quint8(0.02, 125))
+    want = f(mge.tensor(x)).numpy()
+    got = _traced_equals_eager(f, mge.tensor(x))
+    t = trace(f, symbolic=True, capture_as_const=True)
+    t(mge.tensor(x))
+    t.dump(str(tmp_path / "qu8.mge"), arg_names=["x"], output_names=["y"])
+    np.testing.assert_array_equal(lite.run_model(tmp_path / "qu8.mge", {"x": x})["y"], want)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_conv_of_mixed_quantized_kinds_is_refused():
+    """MegEngine multiplies the input and weight scales only for equal dtype kinds (its
+    loader refuses quint8 x qint8)."""
+    f, x = _asymmetric_conv(D.qint8(0.02))
+    with pytest.raises(Exception, match="same quantized dtype kind"):
+        f(mge.tensor(x))
