@@ -278,3 +278,14 @@ def test_conv_of_mixed_quantized_kinds_is_refused():
     f, x = _asymmetric_conv(D.qint8(0.02))
     with pytest.raises(Exception, match="same quantized dtype kind"):
         f(mge.tensor(x))
+
+
+def test_quantized_convolutions_not_traced_yet_say_so():
+    """batch_conv_bias_activation and quantized conv_transpose2d run eagerly only."""
+    x = _q("tconv_x", D.qint8(0.05))
+    w = _q("tconv_w", D.qint8(0.04))
+    t = trace(lambda x: F.quantized.conv_transpose2d(x, w, dtype=D.qint8(0.05)),
+              symbolic=True)
+    with pytest.raises(NotImplementedError, match="conv_transpose2d on quantized dtypes "
+                                                  "runs eagerly only"):
+        t(x)
