@@ -121,6 +121,10 @@ def _conv_infer(x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, 
     op = "quantized_conv_bias"
     if x.quant is None or w.quant is None:
         raise DTypeError(f"{op}: input and weight must be quantized; got {x} and {w}")
+    if x.quant.name != w.quant.name:        # megdnn's mul_scale asserts equal enums
+        raise DTypeError(f"{op}: input and weight must have the same quantized dtype kind "
+                         f"(MegEngine multiplies their scales only then); got {x.quant.name} "
+                         f"and {w.quant.name}")
     if x.ndim != 4:
         raise ShapeError(f"{op}: input must be 4-d NCHW; got {x}")
     want = 4 if groups == 1 else 5

@@ -18,7 +18,8 @@ from .._tvm import tvm
 from . import fast_math
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import inner_loops, parallel_if, scheduled_func, vectorize_inner
+from .primfunc import (inner_loops, parallel_if, prepend_in_loop, read_sources,
+                       scheduled_func, vectorize_inner)
 from .rowwise import LANES, _row_reduce
 from .views import StridedView
 
@@ -188,4 +189,37 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         sch.compute_at(p, bb)
         sch.vectorize(sch.get_loops(p)[-1])
 
-    return scheduled_func([*bases, *vectors, out], schedule, "attention")
+    func = scheduled_func([*bases, *vectors, out], schedule, "attention")
+    return _prefetch_next_head(func, shape, unravel) if nb > 1 else func
+
+
+def _prefetch_next_head(func, shape: AttentionShape, unravel):
+    """Each row block also asks for 1/(row blocks) of the next head's q, k and v rows
+    (into L2): at batch 8 they come from L3, row by row, which the hardware prefetchers
+    (one 4 KB page per row) do not foresee."""
+    t = tvm().tirx
+    s, tk, d, dv = shape.sizes
+    blocks = ceil_div(s, MR)
+    sources = read_sources(func)
+    bases = [sources[f"base{i}"] for i in range(len(shape.bases))]
+
+    def make(env):
+        bb, io = env["bb"], env["i_0"]
+        nxt = unravel(t.min(bb + 1, shape.nb - 1))
+        loops = []
+        for view, base, rows, width in ((shape.q, shape.q_base, s, d),
+                                        (shape.k, shape.k_base, tk, d),
+                                        (shape.v, shape.v_base, tk, dv)):
+            chunks = ceil_div(width, LANES)
+            per = ceil_div(rows * chunks, blocks)
+            p = t.Var("p", "int32")
+            line = io * per + p
+            row = t.min(t.floordiv(line, chunks), rows - 1)
+            at = view.flat_index([*nxt, row, t.floormod(line, chunks) * LANES])
+            call = t.call_llvm_intrin("void", "llvm.prefetch", t.address_of(
+                t.BufferLoad(bases[base], [at])), t.const(0, "int32"), t.const(2, "int32"),
+                t.const(1, "int32"))
+            loops.append(t.For(p, t.const(0, "int32"), t.const(per, "int32"),
+                               t.ForKind.SERIAL, t.Evaluate(call)))
+        return t.SeqStmt(loops)
+    return prepend_in_loop(func, "i_0", make)
