@@ -15,6 +15,7 @@ from . import quant  # noqa: F401  (fake quantization: quantization)
 from . import quantized  # noqa: F401  (ops on MegEngine's quantized dtypes: module.quantized)
 from . import region_conv  # noqa: F401  (F.nn.region_restricted_conv)
 from . import complex  # noqa: F401  (complex64: F.polar, eager only)
+from . import norm13  # noqa: F401  (GeneralNorm, LRN: F.nn.general_norm, local_response_norm)
 from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
                        register)
 
