@@ -46,15 +46,54 @@ class Net(M.Module):
         return self.dequant(self.logits(x))
 
 
-def golden() -> dict:
-    with np.load(DATA / "net.npz") as z:
+class Block(M.Module):
+    """ResNet's BasicBlock, quantizable."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = M.ConvBnRelu2d(cin, cout, 3, stride, padding=1)
+        self.conv2 = M.ConvBn2d(cout, cout, 3, padding=1)
+        self.down = M.ConvBn2d(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+        self.add_relu = M.Elemwise("fuse_add_relu")
+
+    def forward(self, x):
+        skip = x if self.down is None else self.down(x)
+        return self.add_relu(self.conv2(self.conv1(x)), skip)
+
+
+class ResNet(M.Module):
+    """A small ResNet-18-like network (three stages of BasicBlocks, 16-32-64 channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = M.QuantStub()
+        self.stem = M.ConvBnRelu2d(3, 16, 3, padding=1)
+        self.pool = M.MaxPool2d(3, 2, 1)
+        self.layers = M.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2))
+        self.avg = M.AvgPool2d(4)
+        self.fc = M.Linear(64, 10)
+        self.dequant = M.DequantStub()
+
+    def logits(self, x):
+        x = self.avg(self.layers(self.pool(self.stem(self.quant(x)))))
+        return self.fc(F.flatten(x, 1))
+
+    def forward(self, x):
+        return self.dequant(self.logits(x))
+
+
+MODELS = {"net": Net, "resnet": ResNet}
+
+
+def golden(tag: str = "net") -> dict:
+    with np.load(DATA / f"{tag}.npz") as z:
         return {k: z[k] for k in z.files}
 
 
-def quantized_net(gold: dict | None = None) -> Net:
+def quantized_net(gold: dict | None = None, tag: str = "net") -> M.Module:
     """The converted network, its weights and scales as real MegEngine's."""
-    gold = gold or golden()
-    net = Net()
+    gold = gold or golden(tag)
+    net = MODELS[tag]()
     for name, p in net.named_parameters():
         p[...] = gold["init." + name]
     for name, b in net.named_buffers():

@@ -9,7 +9,8 @@ optimize_for_inference ran and left the quantized oprs as traced). quantized_dum
 holds the float initial weights, the calibration and evaluation inputs, the activation
 scales MegEngine's observers chose (`odt.<module>`), the converted weights as integers,
 and the eager outputs of the quantized net (dequantized floats `eager_y`, and the qint8
-integers before DequantStub `eager_q`)."""
+integers before DequantStub `eager_q`). The same for a small ResNet-18-like network
+(BasicBlocks with 1x1 strided downsampling convolutions: resnet*.mge, resnet.npz)."""
 import os
 import sys
 import types
@@ -62,10 +63,50 @@ class Net(M.Module):
         return self.dequant(self.logits(x))
 
 
+class Block(M.Module):
+    """ResNet's BasicBlock, quantizable (MegEngine's official quantized ResNet shape)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = M.ConvBnRelu2d(cin, cout, 3, stride, padding=1)
+        self.conv2 = M.ConvBn2d(cout, cout, 3, padding=1)
+        self.down = M.ConvBn2d(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+        self.add_relu = M.Elemwise("fuse_add_relu")
+
+    def forward(self, x):
+        skip = x if self.down is None else self.down(x)
+        return self.add_relu(self.conv2(self.conv1(x)), skip)
+
+
+class ResNet(M.Module):
+    """A small ResNet-18-like network (three stages of BasicBlocks, 16-32-64 channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = M.QuantStub()
+        self.stem = M.ConvBnRelu2d(3, 16, 3, padding=1)
+        self.pool = M.MaxPool2d(3, 2, 1)
+        self.layers = M.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2))
+        self.avg = M.AvgPool2d(4)
+        self.fc = M.Linear(64, 10)
+        self.dequant = M.DequantStub()
+
+    def logits(self, x):
+        x = self.avg(self.layers(self.pool(self.stem(self.quant(x)))))
+        return self.fc(F.flatten(x, 1))
+
+    def forward(self, x):
+        return self.dequant(self.logits(x))
+
+
 def main():
-    rng = np.random.RandomState(7)
+    make(Net(), "net", (2, 3, 8, 8), seed=7)
+    make(ResNet(), "resnet", (2, 3, 32, 32), seed=11)
+
+
+def make(net, tag, shape, seed):
+    rng = np.random.RandomState(seed)
     out = {}
-    net = Net()
     for name, p in net.named_parameters():
         p[...] = rng.normal(scale=0.3, size=p.shape).astype(np.float32)
         out["init." + name] = p.numpy()
@@ -78,14 +119,14 @@ def main():
     net.eval()
     quantize_qat(net)
     enable_observer(net)
-    calib = rng.normal(size=(3, 2, 3, 8, 8)).astype(np.float32)
+    calib = rng.normal(size=(3,) + shape).astype(np.float32)
     out["calib"] = calib
     for xb in calib:
         net(mge.tensor(xb))
     disable_observer(net)
     quantize(net)
     net.eval()
-    x = rng.normal(size=(2, 3, 8, 8)).astype(np.float32)
+    x = rng.normal(size=shape).astype(np.float32)
     out["x"] = x
     out["eager_y"] = net(mge.tensor(x)).numpy()
     for name, mod in net.named_modules():      # activation scales (output dtypes)
@@ -103,18 +144,18 @@ def main():
         return net(data)
 
     infer(mge.tensor(x))
-    infer.dump(os.path.join(HERE, "net_v2.mge"), arg_names=["data"], output_names=["y"],
+    infer.dump(os.path.join(HERE, f"{tag}_v2.mge"), arg_names=["data"], output_names=["y"],
                dump_format="FBS_V2")
-    infer.dump(os.path.join(HERE, "net_v1.mge"), arg_names=["data"], output_names=["y"],
+    infer.dump(os.path.join(HERE, f"{tag}_v1.mge"), arg_names=["data"], output_names=["y"],
                dump_format="FBS")
 
     from megengine.utils.network import Network
-    for tag in ("v2", "v1"):        # what was written, opr by opr
-        net_ = Network.load(os.path.join(HERE, f"net_{tag}.mge"))
-        print(tag, [(o.type, o.name) for o in net_.all_oprs])
+    for fmt in ("v2", "v1"):        # what was written, opr by opr
+        net_ = Network.load(os.path.join(HERE, f"{tag}_{fmt}.mge"))
+        print(tag, fmt, [(o.type, o.name) for o in net_.all_oprs])
     q = net.logits(mge.tensor(x)).numpy()      # the integers before DequantStub
     out["eager_q"] = q.view(np.dtype(q.dtype.str))
-    np.savez(os.path.join(HERE, "net.npz"), **out)
+    np.savez(os.path.join(HERE, f"{tag}.npz"), **out)
     print("wrote", len(out), "arrays")
 
 
