@@ -32,7 +32,7 @@ from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention,
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
-from . import attention as att, winograd
+from . import attention as att, huge_pages, winograd
 from .views import trace_view
 
 log = logging.getLogger(__name__)
@@ -353,8 +353,8 @@ class _CpuLowering:
         n = group.out.type.shape[-1]
         shape = DenseShape(m, k, n)
         func = dense_packed(shape, group.epilogue)
-        weight = self.rx.const(L.pack_dense_weight(self.graph.consts[b],
-                                                   node.kwargs["transpose_b"], shape.tile[1]))
+        weight = self.rx.const(huge_pages.constant(L.pack_dense_weight(
+            self.graph.consts[b], node.kwargs["transpose_b"], shape.tile[1])))
         args = [self._as_2d(self.get_plain(a), a.type, (m, k)), weight,
                 *self._epilogue_args(group.epilogue, blocked=False, rows=(m, n))]
         out = self._call(func, args, (m, n), "dense")
