@@ -114,7 +114,10 @@ class LoaderModel:
                     return to(x, f"targets the shape {tuple(have)} its input statically has")
         elif t == "Concat" and len(ins) == 1:
             return to(ins[0], "has a single input")
-        elif t == "TypeCvt" and ins and self.dtype(ins[0]) == self.dtype(opr.outputs[0]):
+        elif t == "TypeCvt" and ins and self.dtype(ins[0]) == self.dtype(opr.outputs[0]) and \
+                isinstance(self.dtype(ins[0]), str):
+            # (a TypeCvt between equal quantized dtypes is kept: MegEngine dumps one after
+            # pooling before Concat, and its loader and Lite run that file)
             return to(ins[0], f"converts to the dtype {self.dtype(ins[0])} it already has")
         return None
 

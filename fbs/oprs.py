@@ -98,3 +98,7 @@ def _by_v1_id() -> dict[int, str]:
 
 def name_of_v1(type_id: int) -> str | None:
     return _by_v1_id().get(type_id)
+
+
+# local response normalization (F.nn.local_response_norm)
+KNOWN_V1 |= {"LRN"}

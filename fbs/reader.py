@@ -28,7 +28,7 @@ TESTCASE_MAGIC = b"mgbtest0"
 class TensorValue:
     name: str | None
     shape: tuple[int, ...]
-    dtype: str
+    dtype: str | _dt.QuantParam        # quantized dtypes: their QuantParam
     data: np.ndarray | None
     image_axis: int | None = None    # Image2DPack4 format's align axis (NHWCD4 constants)
 
@@ -41,7 +41,8 @@ class Opr:
     outputs: list[int]
     tensors: list[TensorValue]
     name: str | None = None
-    output_dtype: str | None = None    # OperatorNodeConfig's output dtype, where written
+    # OperatorNodeConfig's output dtype, where written (a QuantParam for quantized dtypes)
+    output_dtype: str | _dt.QuantParam | None = None
 
 
 @dataclass
@@ -190,13 +191,29 @@ def _read_opr(op, buf: bytes, chk: _Checker) -> Opr:
     return Opr(type_name, params, inputs, outputs, tensors, name, _output_dtype(op))
 
 
-def _output_dtype(op) -> str | None:
+def _output_dtype(op) -> str | _dt.QuantParam | None:
     dt = op.OutputDtype()
     if dt is None:
         return None
-    if dt.Type() not in _dt.BY_MGE_ENUM:
-        raise FormatError(f"output dtype {dt.Type()} (MegEngine DTypeEnum) is not supported")
-    return _dt.BY_MGE_ENUM[dt.Type()].name
+    return read_dtype(dt, "output dtype")
+
+
+def read_dtype(dt, what: str) -> str | _dt.QuantParam:
+    """A DType table (absent: float32) as a dtype name, or a QuantParam for MegEngine's
+    quantized dtypes (their LinearQuantizationParam)."""
+    enum = dt.Type() if dt is not None else 0
+    if enum not in _dt.BY_MGE_ENUM and enum not in _dt.BY_QUANT_ENUM:
+        raise FormatError(f"{what} {enum} (MegEngine DTypeEnum) is not supported")
+    scale = zero_point = None
+    if enum in _dt.BY_QUANT_ENUM and dt.ParamType() == 1 and dt.Param() is not None:
+        from .generated.LinearQuantizationParam import LinearQuantizationParam
+        lq = LinearQuantizationParam()
+        lq.Init(dt.Param().Bytes, dt.Param().Pos)
+        scale, zero_point = lq.Scale(), lq.ZeroPoint()
+    try:
+        return _dt.read_file_dtype(enum, scale, zero_point or 0)
+    except Exception as e:
+        raise FormatError(f"{what}: {e}") from None
 
 
 def _read_param(members: dict[int, str], kind: int, tab, buf: bytes) -> tuple[str, dict]:
@@ -211,13 +228,14 @@ def _read_param(members: dict[int, str], kind: int, tab, buf: bytes) -> tuple[st
 def tensor_header(t, chk: _Checker) -> tuple[str | None, tuple[int, ...], str, int]:
     """(name, shape, dtype, bytes its data must have) of a Tensor table (both formats)."""
     shape = tuple(t.Shape(j) for j in range(chk.vec("tensor shape", t.ShapeLength(), 4)))
-    dt = t.Dtype()
-    enum = dt.Type() if dt is not None else 0
-    if enum not in _dt.BY_MGE_ENUM:
-        raise FormatError(f"tensor dtype {enum} (MegEngine DTypeEnum) is not supported")
-    dtype = _dt.BY_MGE_ENUM[enum].name
+    dtype = read_dtype(t.Dtype(), "tensor dtype")
+    if isinstance(dtype, _dt.QuantParam) and dtype.name in ("QuantizedS4", "Quantized4Asymm",
+                                                             "QuantizedS1"):
+        raise UnsupportedModelError(f"tensor dtype {dtype.name}: megtrace does not read "
+                                    "MegEngine's packed 4-bit/1-bit tensors")
     name = t.Name().decode("utf-8", "replace") if t.Name() else None
-    return name, shape, dtype, int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    return name, shape, dtype, int(np.prod(shape, dtype=object)) * \
+        np.dtype(_dt.storage_of(dtype)).itemsize
 
 
 def _read_tensor(t, chk: _Checker) -> TensorValue:
@@ -229,8 +247,11 @@ def _read_tensor(t, chk: _Checker) -> TensorValue:
             raise FormatError(f"tensor {name or ''} {shape} {dtype} needs {expected} bytes of "
                               f"data, the file holds {n}")
         raw = t.DataAsNumpy()
-        data = np.frombuffer(raw.tobytes(), dtype=np.dtype(dtype).newbyteorder("<"))
-        data = data.astype(dtype).reshape(shape)
+        storage = _dt.storage_of(dtype)
+        data = np.frombuffer(raw.tobytes(), dtype=np.dtype(storage).newbyteorder("<"))
+        data = data.astype(storage).reshape(shape)
+        if isinstance(dtype, _dt.QuantParam):
+            data = data.view(dtype.np_dtype())
     return TensorValue(name, shape, dtype, data, _image_axis(t))
 
 

@@ -9,6 +9,8 @@ import struct
 
 import numpy as np
 
+from megtrace import dtype as _dt
+
 from megtrace.errors import FormatError
 
 from . import tables
@@ -120,6 +122,9 @@ def _tensor(t, buf: bytes, cursor: int, end: int, chk) -> tuple[TensorValue, int
     if size != expected or cursor + size > end:
         raise FormatError(f"tensor {name or ''} {shape} {dtype}: data size {size} does not fit "
                           f"(expected {expected} bytes at offset {cursor})")
-    data = np.frombuffer(buf, dtype=np.dtype(dtype).newbyteorder("<"), count=int(np.prod(shape)),
-                         offset=cursor).astype(dtype).reshape(shape)
+    storage = _dt.storage_of(dtype)
+    data = np.frombuffer(buf, dtype=np.dtype(storage).newbyteorder("<"),
+                         count=int(np.prod(shape)), offset=cursor).astype(storage).reshape(shape)
+    if isinstance(dtype, _dt.QuantParam):
+        data = data.view(dtype.np_dtype())
     return TensorValue(name, shape, dtype, data), cursor + size

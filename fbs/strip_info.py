@@ -17,7 +17,8 @@ _DTYPE_NAMES = {"float32": "Float32", "float16": "Float16", "int32": "Int32", "i
 def strip_info(em) -> dict:
     """MegEngine's `get_info_for_strip` JSON for what was asked to be written."""
     types = {_CLASS_NAMES.get(t, re.sub(r"V\d$", "", t)) for t in em.requested_types}
-    return {"dtypes": sorted({_DTYPE_NAMES[d] for d in em.dtypes.values()}),
+    return {"dtypes": sorted({d.name if hasattr(d, "scale") else _DTYPE_NAMES[d]
+                              for d in em.dtypes.values()}),
             "elemwise_modes": sorted(m.rstrip("_") for m in em.requested_modes),
             "opr_types": sorted(types)}
 

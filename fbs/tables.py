@@ -51,7 +51,11 @@ def _enum_value(enum: str, value: Any) -> int:
 
 
 def build(builder: flatbuffers.Builder, table: str, fields: dict[str, Any]) -> int:
-    """Build `table` with `fields` (others left at their schema defaults); return offset."""
+    """Build `table` with `fields` (others left at their schema defaults); return offset.
+    The DType table (TypeCvt's param) takes `scale` and `zero_point` for quantized types:
+    its LinearQuantizationParam."""
+    if table == "DType" and "scale" in fields:
+        return _build_quantized_dtype(builder, fields)
     declared = {f.name: f for f in _fields_of(table)}
     unknown = set(fields) - set(declared)
     if unknown:
@@ -100,11 +104,30 @@ def _build_vector(builder, table: str, f: Field, values) -> int:
     return builder.EndVector()
 
 
+def _build_quantized_dtype(builder, fields: dict[str, Any]) -> int:
+    lq, dt = generated("LinearQuantizationParam"), generated("DType")
+    lq.Start(builder)
+    lq.AddScale(builder, float(fields["scale"]))
+    if fields.get("zero_point"):
+        lq.AddZeroPoint(builder, int(fields["zero_point"]))
+    param = lq.End(builder)
+    dt.Start(builder)
+    dt.AddType(builder, _enum_value("DTypeEnum", fields["type"]))
+    dt.AddParamType(builder, 1)
+    dt.AddParam(builder, param)
+    return dt.End(builder)
+
+
 def read(table: str, buf: bytes, pos: int) -> dict[str, Any]:
-    """Read every declared field of the table at `pos`; enums come back as names."""
+    """Read every declared field of the table at `pos`; enums come back as names (the
+    DType table: its quantization too, as `scale` and `zero_point`)."""
     obj = getattr(generated(table), table)()
     obj.Init(buf, pos)
     out: dict[str, Any] = {}
+    if table == "DType" and obj.ParamType() == 1 and obj.Param() is not None:
+        lq = generated("LinearQuantizationParam").LinearQuantizationParam()
+        lq.Init(obj.Param().Bytes, obj.Param().Pos)
+        out["scale"], out["zero_point"] = lq.Scale(), lq.ZeroPoint()
     for f in _fields_of(table):
         if f.type.startswith("["):
             elem = f.type[1:-1]

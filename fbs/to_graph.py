@@ -17,6 +17,8 @@ import numpy as np
 from megtrace.errors import FormatError, UnsupportedModelError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
+from megtrace.ops.quantized import conv_bias_params
+from megtrace.ops.quantized import spec as quantized_spec
 
 from .load_collapse import Collapse, LoaderModel
 from .reader import ModelFile, Opr
@@ -184,7 +186,7 @@ def _build(model: ModelFile, input_types, g: Graph | None = None,
     g = Graph() if g is None else g
     env: dict[int, Var | None] = {}
     loader = LoaderModel(lambda i: _type_of(env, i, "shape"),
-                         lambda i: g.consts.get(env.get(i)), lambda i: _type_of(env, i, "dtype"))
+                         lambda i: g.consts.get(env.get(i)), lambda i: _dtype_of(env, i))
     collapses: list[Collapse] = []
     for index, opr in enumerate(model.oprs):
         try:
@@ -213,6 +215,12 @@ def _build(model: ModelFile, input_types, g: Graph | None = None,
         raise FormatError(f"output id {e.args[0]} is not produced by any opr") from None
     g.set_outputs(outputs, model.output_names())
     return g.prune(), collapses
+
+
+def _dtype_of(env: dict, vid: int):
+    """A value's dtype name, or its QuantParam for MegEngine's quantized dtypes."""
+    var = env.get(vid)
+    return None if var is None else var.type.quant or var.type.dtype
 
 
 def _type_of(env: dict, vid: int, what: str):
@@ -405,6 +413,14 @@ def _maybe_blocked(g, opr, ins, shapes):
 @rule("ConvBiasForward")
 def _conv_bias(g, opr, ins, _):
     f = _fields(opr)
+    if ins[0].type.quant is not None:          # MegEngine's quantized ConvBias
+        if len(ins) > 3:
+            raise UnsupportedModelError("quantized ConvBias with a z input: megtrace reads x, "
+                                        "filter and bias only")
+        groups = ins[1].type.shape[0] if ins[1].type.ndim == 5 else 1
+        dtype = quantized_spec(opr.output_dtype) if opr.output_dtype is not None else None
+        return list(g.add_node(get("quantized_conv_bias"), ins,
+                               conv_bias_params(f, groups, dtype), _hint(opr)))
     if f.get("nonlineMode") not in _NONLINE:
         raise UnsupportedOpError(f"ConvBias nonlineMode {f.get('nonlineMode')} is not supported")
     params = _conv_params(f)

@@ -123,7 +123,9 @@ class Emitter:
         self.requested_types.add(spec.type)
         if spec.type == "Elemwise":
             self.requested_modes.add(fields.get("mode", "RELU"))
-        dtype = _dt.BY_MGE_ENUM[fields["type"]].name if spec.param == "DType" else \
+        dtype = _dt.read_file_dtype(_dt_enum(fields["type"]), fields.get("scale"),
+                                    fields.get("zero_point") or 0) \
+            if spec.param == "DType" else \
             output_dtype or (self.dtype_of(inputs[0]) if inputs else "float32")
         for vid in ids:
             self.dtypes[vid] = dtype
@@ -133,7 +135,8 @@ class Emitter:
         """One ImmutableTensor per distinct (name, value): writers spell index and shape
         constants afresh at each use."""
         array = np.ascontiguousarray(array)
-        key = (name, array.dtype.str, array.shape, array.tobytes())
+        key = (name, array.dtype.str, _dt.QuantParam.of(array.dtype), array.shape,
+               array.tobytes())
         if key not in self._consts:
             self._consts[key] = self._new_const(array, name)
         return self._consts[key]
@@ -142,7 +145,7 @@ class Emitter:
         shape = array.shape or (1,)
         label = name or f"const{list(shape)}"
         (vid,) = self._new_ids([label])
-        t = _Tensor(shape, _dt.canonical(array.dtype), None, array.reshape(shape))
+        t = _Tensor(shape, _dt.file_dtype(array.dtype), None, array.reshape(shape))
         self.oprs.append(_Opr("ImmutableTensor", [], [], [vid], label, [t]))
         self.dtypes[vid] = t.dtype
         self.requested_types.add("ImmutableTensor")
@@ -198,9 +201,10 @@ class Emitter:
 
     def input(self, name: str, type: TensorType) -> int:
         (vid,) = self._new_ids([name])
-        t = _Tensor(type.shape or (1,), type.dtype, name)
+        dtype = type.quant or type.dtype
+        t = _Tensor(type.shape or (1,), dtype, name)
         self.oprs.append(_Opr("Host2DeviceCopy", [("Host2DeviceCopy", {})], [], [vid], name, [t]))
-        self.dtypes[vid] = type.dtype
+        self.dtypes[vid] = dtype
         self.requested_types.add("Host2DeviceCopy")
         return vid
 
@@ -246,7 +250,7 @@ def emit_graph(graph: Graph, input_names: list[str], output_names: list[str],
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
         for var, vid in zip(node.outputs, outs):
             ids[var] = vid
-            em.dtypes[vid] = var.type.dtype
+            em.dtypes[vid] = var.type.quant or var.type.dtype
     out_ids = [id_of(v) for v in graph.outputs]
     if em._image_holder is not None:
         em.image_elemwise_consts()
@@ -380,8 +384,22 @@ def _uint_vector(b, start, values) -> int:
     return b.EndVector()
 
 
-def _build_dtype(b, dtype: str) -> int:
+def _dt_enum(value) -> int:
+    """A DTypeEnum field given by number or by its schema name."""
+    return value if isinstance(value, int) else \
+        _dt.QUANT_ENUM.get(value) or _dt.from_mge_enum(value).mge_enum
+
+
+def _build_dtype(b, dtype: str | _dt.QuantParam) -> int:
+    """A DType table; MegEngine's quantized dtypes carry their LinearQuantizationParam
+    (scale; zero point for the asymmetric ones)."""
     from .generated import DType
+    if isinstance(dtype, _dt.QuantParam):
+        if dtype.name in ("QuantizedS4", "Quantized4Asymm", "QuantizedS1"):
+            raise UnsupportedOpError(f"dump: {dtype.name} values (packed 4-bit/1-bit in "
+                                     "MegEngine's files) cannot be written by megtrace")
+        return tables.build(b, "DType", {"type": dtype.mge_enum, "scale": dtype.scale,
+                                         "zero_point": dtype.zero_point})
     DType.Start(b)
     enum = _dt.info(dtype).mge_enum
     if enum:
@@ -417,8 +435,9 @@ def _build_tensor(b, t: _Tensor) -> tuple[int, int]:
         fmt_type = TensorFormat.TensorFormat.Image2DPackedTensorFormat
     data, nbytes = None, 0
     if t.data is not None:
-        raw = np.ascontiguousarray(t.data, dtype=t.dtype).astype(
-            np.dtype(t.dtype).newbyteorder("<"), copy=False).tobytes()
+        storage = _dt.storage_of(t.dtype)
+        raw = np.ascontiguousarray(t.data).view(storage).astype(
+            np.dtype(storage).newbyteorder("<"), copy=False).tobytes()
         data, nbytes = _bytes_vector(b, raw), len(raw)
     Tensor.Start(b)
     if name is not None:

@@ -13,6 +13,8 @@ import struct
 import flatbuffers
 import numpy as np
 
+from megtrace import dtype as _dt
+
 from .oprs import unversioned_type_id, v1_type_id
 from .writer import (COMP_NODE, MGE_VERSION, DumpOptions, Emitter, _build_dtype, _offset_vector,
                      build_metadata, build_params)
@@ -76,8 +78,9 @@ def _build_opr(b, opr, index, em, wanted, options, payloads, compat_8_14) -> int
         dtype = _build_dtype(b, t.dtype)
         size = 0
         if t.data is not None:
-            raw = np.ascontiguousarray(t.data, dtype=t.dtype).astype(
-                np.dtype(t.dtype).newbyteorder("<"), copy=False).tobytes()
+            storage = _dt.storage_of(t.dtype)
+            raw = np.ascontiguousarray(t.data).view(storage).astype(
+                np.dtype(storage).newbyteorder("<"), copy=False).tobytes()
             payloads.append(raw)
             size = len(raw)
         Tensor.Start(b)

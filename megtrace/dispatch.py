@@ -9,7 +9,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import formats
-from .ops import OpDef, get, quantized_eager
+from .ops import OpDef, get
 from .ops.registry import _REGISTRY as _ops_by_name
 
 if TYPE_CHECKING:
@@ -112,12 +112,6 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
                 rec = t._owner
                 break
     if rec is not None:
-        for t in inputs:        # a plain loop: any() over a generator costs ~1 us an op
-            value = t._value
-            if value is not None and value.dtype.metadata:
-                raise NotImplementedError(
-                    f"{op.name}: quantized dtypes (qint8/quint8/qint32...) run eagerly "
-                    "only; megtrace cannot trace them yet")
         outs = rec.record(op, inputs, params)
     else:
         outs = run_eager(op, inputs, params)
@@ -141,8 +135,7 @@ def run_eager(op: OpDef, inputs: tuple, params: dict) -> tuple:
     op.infer_types([_type_of(a) for a in arrays], kwargs)   # same errors as traced
     device = inputs[0]._device if inputs else None     # results live where inputs do
     if any(a.dtype.metadata for a in arrays):           # MegEngine's quantized dtypes
-        return tuple(Tensor._wrap(v, device=device)
-                     for v in quantized_eager.run(op, arrays, kwargs))
+        return tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     if dtr is None:
         return tuple(Tensor._wrap(v, device=device) for v in op.run_eager(arrays, kwargs))
     return dtr.run(op, kwargs, inputs, arrays, device)

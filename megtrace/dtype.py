@@ -118,6 +118,90 @@ def is_float(dtype: str) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)
 
 
+# MegEngine's quantized dtypes (C names): the storage dtype and the file's DTypeEnum
+QUANT_STORAGE = {"QuantizedS8": "int8", "Quantized8Asymm": "uint8", "QuantizedS32": "int32",
+                 "QuantizedS4": "int8", "Quantized4Asymm": "uint8", "QuantizedS1": "int8",
+                 "QuantizedS16": "int16"}
+QUANT_ENUM = {"Quantized8Asymm": 11, "QuantizedS32": 12, "QuantizedS8": 13,
+              "Quantized4Asymm": 14, "QuantizedS4": 15, "QuantizedS16": 16, "QuantizedS1": 20}
+_QUANT_SHORT = {"QuantizedS8": "qs8", "Quantized8Asymm": "qu8", "QuantizedS32": "qs32",
+                "QuantizedS4": "qs4", "Quantized4Asymm": "qu4", "QuantizedS1": "qs1",
+                "QuantizedS16": "qs16"}
+
+
+@dataclass(frozen=True)
+class QuantParam:
+    """The quantization of a value in the IR and in files: MegEngine's dtype name, scale
+    and zero point (asymmetric dtypes only). The value itself is stored as `storage`."""
+
+    name: str
+    scale: float
+    zero_point: int = 0
+
+    @property
+    def storage(self) -> str:
+        return QUANT_STORAGE[self.name]
+
+    @property
+    def mge_enum(self) -> int:
+        return QUANT_ENUM[self.name]
+
+    @property
+    def asymmetric(self) -> bool:
+        return self.name in ("Quantized8Asymm", "Quantized4Asymm")
+
+    def np_dtype(self) -> np.dtype:
+        """The NumPy dtype megtrace.core.tensor.dtype builds for it."""
+        meta = {"name": self.name, "scale": float(self.scale)}
+        if self.asymmetric:
+            meta["zero_point"] = int(self.zero_point)
+        return np.dtype(self.storage, metadata={"mgb_dtype": meta})
+
+    @classmethod
+    def of(cls, dtype) -> "QuantParam | None":
+        """The QuantParam of a quantized NumPy dtype (None for any other dtype)."""
+        meta = getattr(dtype, "metadata", None)
+        if not meta or "mgb_dtype" not in meta:
+            return None
+        m = meta["mgb_dtype"]
+        if m["name"] not in QUANT_STORAGE:
+            raise DTypeError(f"quantized dtype {m['name']} is not supported")
+        return cls(m["name"], float(m["scale"]), int(m.get("zero_point", 0)))
+
+    def __str__(self) -> str:
+        zp = f",{self.zero_point}" if self.asymmetric else ""
+        return f"{_QUANT_SHORT[self.name]}({self.scale!r}{zp})"
+
+
+BY_QUANT_ENUM = {v: k for k, v in QUANT_ENUM.items()}
+
+
+def file_dtype(dtype) -> "str | QuantParam":
+    """How a value's dtype is written in a .mge file: a QuantParam for MegEngine's
+    quantized dtypes, else the megtrace dtype name."""
+    q = QuantParam.of(dtype) if not isinstance(dtype, (str, QuantParam)) else None
+    return q if q is not None else dtype if isinstance(dtype, QuantParam) else canonical(dtype)
+
+
+def storage_of(dtype: "str | QuantParam") -> str:
+    """The NumPy dtype name a file dtype's values are stored as."""
+    return dtype.storage if isinstance(dtype, QuantParam) else dtype
+
+
+def mge_enum_of(dtype: "str | QuantParam") -> int:
+    return dtype.mge_enum if isinstance(dtype, QuantParam) else info(dtype).mge_enum
+
+
+def read_file_dtype(enum: int, scale: float | None, zero_point: int = 0) -> "str | QuantParam":
+    """A DType table's (type, LinearQuantizationParam) as a file dtype."""
+    if enum in BY_QUANT_ENUM:
+        name = BY_QUANT_ENUM[enum]
+        if scale is None:
+            raise DTypeError(f"quantized dtype {name} has no LinearQuantizationParam (scale)")
+        return QuantParam(name, float(np.float32(scale)), int(zero_point))
+    return from_mge_enum(enum).name
+
+
 def _quantized(dtype) -> np.dtype | None:
     """`dtype` as a NumPy dtype when it is one of MegEngine's quantized dtypes."""
     meta = getattr(dtype, "metadata", None)

@@ -34,9 +34,17 @@ class TensorType:
 
     shape: tuple[int, ...]
     dtype: str
+    # MegEngine's quantized dtype of the value (stored as `dtype`, its storage), else None;
+    # given a quantized NumPy dtype as `dtype`, it is taken from it
+    quant: _dt.QuantParam | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        if isinstance(self.dtype, _dt.QuantParam):        # a file's quantized dtype
+            object.__setattr__(self, "quant", self.dtype)
+            object.__setattr__(self, "dtype", self.dtype.storage)
+        elif self.quant is None and getattr(self.dtype, "metadata", None):
+            object.__setattr__(self, "quant", _dt.QuantParam.of(self.dtype))
         object.__setattr__(self, "dtype", _dt.canonical(self.dtype))
         if any(d < 0 for d in self.shape):
             raise ShapeError(f"TensorType: negative dimension in shape {self.shape}")
@@ -56,8 +64,14 @@ class TensorType:
     def of(cls, array: np.ndarray) -> "TensorType":
         return cls(array.shape, array.dtype)
 
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The NumPy dtype of the values (quantized dtypes with their metadata)."""
+        return self.quant.np_dtype() if self.quant is not None else np.dtype(self.dtype)
+
     def __str__(self) -> str:
-        return f"{_dt.info(self.dtype).short}[{','.join(map(str, self.shape))}]"
+        short = str(self.quant) if self.quant is not None else _dt.info(self.dtype).short
+        return f"{short}[{','.join(map(str, self.shape))}]"
 
 
 class Var:
@@ -124,7 +138,8 @@ class Graph:
         small = sum(t.size for t in out_types) <= FOLD_LIMIT
         if op.fold_from_types or (small and inputs and all(v in self.consts for v in inputs)):
             values = op.run_eager([self._value_for_fold(op, v) for v in inputs], kwargs)
-            return tuple(self.add_const(val, name_hint, t.dtype) for val, t in zip(values, out_types))
+            return tuple(self.add_const(val, name_hint, t.np_dtype if t.quant else t.dtype)
+                         for val, t in zip(values, out_types))
         outs = tuple(Var(t, name_hint if len(out_types) == 1 else f"{name_hint}:o{i}")
                      for i, t in enumerate(out_types))
         self.nodes.append(Node(op, tuple(inputs), bound, outs))

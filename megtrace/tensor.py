@@ -111,6 +111,8 @@ class Tensor:
     def dtype(self) -> np.dtype:
         if self._var is None:
             return np.dtype(self._value.dtype if self._value is not None else None)
+        if self._var.type.quant is not None:      # MegEngine's quantized dtypes
+            return self._var.type.np_dtype
         name = self._var.type.dtype
         found = _NP_DTYPES.get(name)
         if found is None:

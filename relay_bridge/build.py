@@ -41,6 +41,9 @@ class CompiledGraph:
         kind = self.target.kind.name
         self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
         self._per_thread = threading.local()
+        # outputs of MegEngine's quantized dtypes: the kernels give their stored integers
+        self._quantized_outputs = [(i, v.type.np_dtype) for i, v in enumerate(self.graph.outputs)
+                                   if v.type.quant is not None]
 
     @property
     def _main(self):
@@ -57,8 +60,9 @@ class CompiledGraph:
         main = self._main
         if self.target.kind.name != "llvm":
             t = tvm()
-            args = [t.runtime.tensor(np.ascontiguousarray(a), self._device) for a in arrays]
-            return [r.numpy() for r in main(*args)]
+            args = [t.runtime.tensor(np.ascontiguousarray(_stored(a)), self._device)
+                    for a in arrays]
+            return self._quantized([r.numpy() for r in main(*args)])
         inputs = [self._host_tensor(i, a) for i, a in enumerate(arrays)]
         result = main(*inputs)
         # Outputs are taken through DLPack without a copy: the VM allocates every output
@@ -68,13 +72,18 @@ class CompiledGraph:
         # passes without a staging copy. An output that is one of this call's input
         # buffers (a staging buffer is overwritten by the next call) is copied.
         held = {t.data_ptr() for t in inputs}
-        return [_owned(np.from_dlpack(r), held) for r in result]
+        return self._quantized([_owned(np.from_dlpack(r), held) for r in result])
+
+    def _quantized(self, outs: list[np.ndarray]) -> list[np.ndarray]:
+        for i, dtype in self._quantized_outputs:
+            outs[i] = outs[i].view(dtype)
+        return outs
 
     def _host_tensor(self, slot: int, array: np.ndarray):
         """Hand a CPU array to the VM without tvm.runtime.tensor's allocation (~25 us):
         zero-copy when it is 64-byte aligned (TVM's DLPack rule), else through a reused
         aligned staging buffer of this thread."""
-        array = np.asarray(array)
+        array = _stored(np.asarray(array))
         if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
             return tvm().runtime.tensor(array, self._device)
         if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
@@ -119,6 +128,11 @@ def has_unlowered_ops(graph: Graph) -> bool:
     """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
     such graphs run on the NumPy interpreter, like graphs with 0-size values."""
     return any(n.op.interpreted for n in graph.nodes)
+
+
+def _stored(array: np.ndarray) -> np.ndarray:
+    """A quantized array (MegEngine's dtype metadata) as its stored integers."""
+    return array.view(np.dtype(array.dtype.str)) if array.dtype.metadata else array
 
 
 def _owned(array: np.ndarray, held: set[int]) -> np.ndarray:

@@ -231,8 +231,15 @@ def _softmax(g, call, a, out):
 
 @converter("nn.layer_norm")
 def _layer_norm(g, call, a, out):
-    return _node(g, "layer_norm", a, eps=float(call.attrs.epsilon),
-                 normalized_dim=len(call.attrs.axes))
+    """Trailing axes: layer_norm; one run of axes elsewhere: general_norm."""
+    nd = len(out.shape)
+    axes = sorted(int(x) % nd for x in call.attrs.axes)
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        raise UnsupportedOpError(f"lift: layer_norm over non-adjacent axes {axes}")
+    if axes[-1] == nd - 1:
+        return _node(g, "layer_norm", a, eps=float(call.attrs.epsilon), normalized_dim=len(axes))
+    return _node(g, "general_norm", a, eps=float(call.attrs.epsilon), axis_start=axes[0],
+                 axis_end=axes[-1] + 1)
 
 
 @converter("matmul")

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from megtrace.errors import UnsupportedOpError
 from megtrace.ir import Graph, TensorType
+from megtrace.ops.quantized_types import COMPILED
 
 from ._tvm import relax
 
@@ -43,8 +46,8 @@ def to_relax(graph: Graph, func_name: str = "main"):
     env = dict(zip(graph.inputs, params))
     with bb.function(func_name, params):
         with bb.dataflow():
-            for var, value in graph.consts.items():
-                env[var] = rx.const(value, var.type.dtype)
+            for var, value in graph.consts.items():     # quantized: the stored integers
+                env[var] = rx.const(np.asarray(value).view(var.type.dtype), var.type.dtype)
             for node in graph.nodes:
                 env.update(zip(node.outputs, emit_node(bb, node, [env[v] for v in node.inputs])))
             out = bb.emit_output(rx.Tuple([env[v] for v in graph.outputs]))
@@ -55,6 +58,7 @@ def to_relax(graph: Graph, func_name: str = "main"):
 def emit_node(bb, node, args: list) -> list:
     """Emit `node.op.lower(...)` of Relax `args` into `bb`; one Relax var per output."""
     rx = relax()
+    check_quantized(node)
     ctx = LowerContext(rx.op, [v.type for v in node.inputs], node.outputs[0].type,
                        [v.type for v in node.outputs], bb)
     try:
@@ -69,6 +73,21 @@ def emit_node(bb, node, args: list) -> list:
         return [bb.emit(expr)]
     tup = bb.emit(expr)                 # a tuple-valued op (topk): one var per field
     return [bb.emit(rx.TupleGetItem(tup, i)) for i in range(len(node.outputs))]
+
+
+def check_quantized(node) -> None:
+    """Refuse, naming op and dtype, an op on quantized values whose Relax lowering would
+    not compute MegEngine's integers (its lowering reads the storage as plain integers)."""
+    if node.op.quantized:
+        return
+    for v in node.inputs:
+        q = v.type.quant
+        if q is not None and (node.op.name not in COMPILED or
+                              (node.op.name == "resize" and node.kwargs.get("mode") != "nearest")):
+            raise UnsupportedOpError(
+                f"{node.op.name} on quantized dtype {q.name} (scale {q.scale}) cannot be "
+                "compiled: megtrace runs it eagerly only; dequantize with "
+                "astype('float32') first")
 
 
 def _safe_names(names: list[str]) -> list[str]:

@@ -154,24 +154,6 @@ def test_converted_network_runs_as_megengine_runs_it():
     np.testing.assert_array_equal(y, GOLD["net_q_y"])
 
 
-def test_quantized_values_refuse_to_be_traced():
-    a = mge.tensor([1.0, 2.0]).astype(D.qint8(0.5))
-
-    @trace(symbolic=True)
-    def f(x):
-        return x.astype(D.qint8(0.5))
-
-    with pytest.raises(NotImplementedError, match="quantized"):
-        f(mge.tensor([1.0, 2.0]))
-
-    @trace(symbolic=False)
-    def g():
-        return F.relu(a)
-
-    with pytest.raises(NotImplementedError, match="quantized"):
-        g()
-
-
 class BmmNet(M.Module):
     def __init__(self):
         super().__init__()

@@ -82,6 +82,29 @@ def test_an_error_of_the_run_itself_is_raised(starts):
         fn(x)
 
 
+def test_a_replay_that_feeds_other_values_drops_the_run_started_beside_it(starts):
+    """MegEngine feeds a traced input whatever outside value the replay gives there (the
+    other argument, a global): the run started on the arguments as traced is then
+    dropped and the graph runs on the values this call fed."""
+    state = {"swap": 0}
+    other = mge.tensor([100.0, 200.0])
+
+    @trace(symbolic=True)
+    def fn(a, b):
+        return a - b if not state["swap"] else (b if state["swap"] == 1 else other) - a
+
+    a, b = mge.tensor([1.0, 2.0]), mge.tensor([10.0, 20.0])
+    np.testing.assert_equal(fn(a, b).numpy(), [-9.0, -18.0])
+    np.testing.assert_equal(fn(a, b).numpy(), [-9.0, -18.0])
+    state["swap"] = 1
+    np.testing.assert_equal(fn(a, b).numpy(), [9.0, 18.0])
+    state["swap"] = 2
+    np.testing.assert_equal(fn(a, b).numpy(), [99.0, 198.0])
+    state["swap"] = 0
+    np.testing.assert_equal(fn(a, b).numpy(), [-9.0, -18.0])
+    assert len(starts) == 4                  # every replay started one
+
+
 def test_graphs_reading_outside_tensors_replay_first(starts):
     """Without capture_as_const a parameter is an input the replay feeds: no overlap,
     and a changed parameter is read as it is now."""

@@ -24,11 +24,63 @@ class LRN(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # LRN
+    def N(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 5
+
+    # LRN
+    def K(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 2.0
+
+    # LRN
+    def Alpha(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1e-4
+
+    # LRN
+    def Beta(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.75
+
 def LRNStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(4)
 
 def Start(builder):
     LRNStart(builder)
+
+def LRNAddN(builder, n):
+    builder.PrependUint32Slot(0, n, 5)
+
+def AddN(builder, n):
+    LRNAddN(builder, n)
+
+def LRNAddK(builder, k):
+    builder.PrependFloat32Slot(1, k, 2.0)
+
+def AddK(builder, k):
+    LRNAddK(builder, k)
+
+def LRNAddAlpha(builder, alpha):
+    builder.PrependFloat32Slot(2, alpha, 1e-4)
+
+def AddAlpha(builder, alpha):
+    LRNAddAlpha(builder, alpha)
+
+def LRNAddBeta(builder, beta):
+    builder.PrependFloat32Slot(3, beta, 0.75)
+
+def AddBeta(builder, beta):
+    LRNAddBeta(builder, beta)
 
 def LRNEnd(builder):
     return builder.EndObject()

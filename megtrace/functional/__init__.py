@@ -39,6 +39,10 @@ vision.correlation = nn.correlation = correlation
 vision.__all__.append("correlation")
 nn.__all__.append("correlation")
 
+from .accuracy import topk_accuracy  # noqa: E402  (F.topk_accuracy; metric/utils re-export it)
+
+__all__.append("topk_accuracy")
+
 from . import quantized  # noqa: E402,F401  (F.quantized: inference-only quantized convolutions)
 
 from . import debug_param, tensor  # noqa: E402,F401  (MegEngine's paths of their own)

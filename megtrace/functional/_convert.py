@@ -6,6 +6,7 @@ import numpy as np
 from .. import dtype as _dt
 from ..dispatch import apply
 from ..ops import quantized_eager
+from ..ops.quantized import spec as quantized_spec
 from ..errors import DTypeError
 from ..tensor import Tensor
 
@@ -21,7 +22,11 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
 
 
 def cast(x: Tensor, dtype: str) -> Tensor:
-    return x if _dt.name_of(x.dtype) == dtype else apply("astype", x, dtype=dtype)
+    if _dt.name_of(x.dtype) == dtype:
+        return x
+    if x.dtype.metadata:        # MegEngine's quantized dtypes: dequantized by TypeCvt
+        return apply("quantized_astype", x, dtype=dtype)
+    return apply("astype", x, dtype=dtype)
 
 
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
@@ -65,6 +70,8 @@ def _quantized_pair(a, b):
     def to(value, qdtype, like):
         if isinstance(value, (bool, int, np.integer)):     # MegEngine: stored as it is
             return Tensor(value, dtype=qdtype, device=like.device)
-        arr = value.numpy() if isinstance(value, Tensor) else np.asarray(value, np.float32)
+        if isinstance(value, Tensor):       # a TypeCvt (recorded when traced)
+            return apply("quantized_astype", value, dtype=quantized_spec(qdtype))
+        arr = np.asarray(value, np.float32)
         return Tensor._wrap(quantized_eager.typecvt(arr, qdtype), device=like.device)
     return (a, to(b, qa, a)) if qa is not None else (to(a, qb, b), b)

@@ -8,7 +8,7 @@ from ..ops import quantized_eager as Q
 from ..ops.elemwise import BINARY_NAMES, UNARY_NAMES
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
-from .tensor_ops import quantized_astype
+from ..ops.quantized import spec as quantized_spec
 
 __all__ = list(UNARY_NAMES) + list(BINARY_NAMES)
 
@@ -69,10 +69,8 @@ def _elemwise_multi_type(*args, mode: str, dtype=None) -> Tensor:
                                   "quantized modes ('q' + an Elemwise mode)")
     if dtype is None or Q.mgb_meta(np.dtype(dtype)) is None:
         raise ValueError(f"_elemwise_multi_type: dtype must be a quantized dtype; got {dtype!r}")
-    values = []
     for a in args:
         if not isinstance(a, Tensor) or Q.mgb_meta(a.dtype) is None:
             raise TypeError(f"_elemwise_multi_type: {mode} takes quantized tensors; got "
                             f"{getattr(a, 'dtype', type(a).__name__)}")
-        values.append(quantized_astype(a, np.dtype("float32")))
-    return quantized_astype(_elwise(*values, mode=mode[1:]), np.dtype(dtype))
+    return apply("quantized_elemwise", *args, mode=mode, dtype=quantized_spec(dtype))

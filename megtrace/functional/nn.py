@@ -200,5 +200,7 @@ from .rearrange import *  # noqa: E402,F401,F403
 from .rearrange import __all__ as _rearrange_all  # noqa: E402
 from .vision import *  # noqa: E402,F401,F403
 from .vision import deformable_psroi_pooling  # noqa: E402,F401  (F.nn in MegEngine)
+from .norms import *  # noqa: E402,F401,F403
+from .norms import __all__ as _norms_all  # noqa: E402
 
-__all__ += [*_onehot_all, *_rearrange_all]
+__all__ += [*_onehot_all, *_rearrange_all, *_norms_all]

@@ -7,9 +7,10 @@ from typing import Tuple, Union
 
 import numpy as np
 
-from ..dispatch import active_recorder
+from ..dispatch import active_recorder, apply
 from ..ops import quantized_eager as Q
 from ..ops.conv import conv_nd_eager, conv_transpose_nd_eager
+from ..ops.quantized import spec
 from ..tensor import Tensor
 
 __all__ = ["conv_bias_activation", "batch_conv_bias_activation", "conv_transpose2d"]
@@ -25,10 +26,19 @@ def _pair(name: str, v, nonzero: bool = False) -> tuple[int, int]:
     return out
 
 
+def _quantized_tensor(fn: str, what: str, t: Tensor) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fn}: {what} must be a Tensor; got {type(t).__name__}")
+    if Q.mgb_meta(t.dtype) is None:
+        raise TypeError(f"{fn}: {what} must have a quantized dtype (qint8, quint8, ...); "
+                        f"got {t.dtype}")
+    return t
+
+
 def _quantized_value(fn: str, what: str, t: Tensor) -> np.ndarray:
     if active_recorder() is not None:
-        raise NotImplementedError(f"{fn} runs eagerly only; megtrace cannot trace quantized "
-                                  "dtypes yet")
+        raise NotImplementedError(f"{fn} on quantized dtypes runs eagerly only; megtrace "
+                                  "traces F.quantized.conv_bias_activation")
     if not isinstance(t, Tensor):
         raise TypeError(f"{fn}: {what} must be a Tensor; got {type(t).__name__}")
     arr = t.numpy()
@@ -73,22 +83,17 @@ def conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=None,
                          conv_mode="cross_correlation", compute_mode="default") -> Tensor:
     """Quantized conv2d + bias + activation (MegEngine's ConvBias): int32 accumulation of
     the int8 input and weight, the qint32 bias (scale = input scale * weight scale) added,
-    `nonlinear_mode` ("identity" or "relu") applied, the result converted to `dtype`."""
+    `nonlinear_mode` ("identity" or "relu") applied, the result converted to `dtype`
+    (the quantized_conv_bias op: eager, traced and dumped)."""
     fn = "conv_bias_activation"
     _check_modes(fn, conv_mode, compute_mode)
-    x = _quantized_value(fn, "inp", inp)
-    w = _quantized_value(fn, "weight", weight)
-    b = _quantized_value(fn, "bias", bias) if bias is not None else None
-    if x.ndim != 4:
-        raise ValueError(f"{fn}: inp must be 4-d NCHW; got shape {x.shape}")
-    wg = _grouped_weight(w, int(groups))
-    if wg.shape[0] * wg.shape[2] != x.shape[1]:
-        raise ValueError(f"{fn}: input has {x.shape[1]} channels, the weight expects "
-                         f"{wg.shape[0] * wg.shape[2]}")
-    acc = conv_nd_eager(_centered(x), _centered(wg), _pair("stride", stride, True),
-                        _pair("padding", padding), _pair("dilation", dilation, True))
-    out = Q.conv_bias(acc, b, _scale_product(x, w), nonlinear_mode, dtype)
-    return Tensor._wrap(out, device=inp.device)
+    tensors = [_quantized_tensor(fn, "inp", inp), _quantized_tensor(fn, "weight", weight)]
+    if bias is not None:
+        tensors.append(_quantized_tensor(fn, "bias", bias))
+    return apply("quantized_conv_bias", *tensors, stride=_pair("stride", stride, True),
+                 padding=_pair("padding", padding), dilation=_pair("dilation", dilation, True),
+                 groups=int(groups), nonlinear_mode=str(nonlinear_mode).lower(),
+                 dtype=None if dtype is None else spec(dtype))
 
 
 def batch_conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=None,

@@ -8,7 +8,7 @@ import numpy as np
 from .. import device as _device
 from .. import dtype as _dt
 from ..dispatch import active_recorder, apply
-from ..ops import quantized_eager
+from ..ops.quantized import spec as quantized_spec
 from ..symbolic import SymInt, has_symbols
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
@@ -87,14 +87,9 @@ def astype(x: Tensor, dtype) -> Tensor:
 
 
 def quantized_astype(x: Tensor, dtype: np.dtype) -> Tensor:
-    """TypeCvt where `x` or `dtype` is quantized: eager only (no gradient flows through a
-    quantized value in MegEngine either)."""
-    if active_recorder() is not None:
-        raise NotImplementedError("astype to or from a quantized dtype runs eagerly only; "
-                                  "megtrace cannot trace quantized dtypes yet")
-    if x._value is None:
-        x.numpy()
-    return Tensor._wrap(quantized_eager.typecvt(x._value, dtype), device=x.device)
+    """TypeCvt where `x` or `dtype` is quantized (the quantized_astype op: eager, traced
+    and dumped; no gradient flows through a quantized value, as in MegEngine)."""
+    return apply("quantized_astype", x, dtype=quantized_spec(dtype))
 
 
 def _axis_tuple(axis) -> tuple[int, ...]:

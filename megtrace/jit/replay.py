@@ -218,6 +218,10 @@ class Replayer:
                 f"{var.type.shape}, now {t.shape} (the compiled graph has static shapes)")
         # its value now: a later assignment in this call must not change what was fed
         self._fed[var] = t._value if t._owner is None else t.numpy()
+        if self._results is None:
+            # a run started beside the replay (overlap.py) was given the arguments as
+            # traced: drop it, unread, and run on what this call feeds
+            self.pending = None
 
     def read_value(self, t: Tensor) -> np.ndarray:
         var = t._var

@@ -13,7 +13,9 @@ from .conv_bn import (ConvBn2d, ConvBnRelu2d, ConvTransposeBn2d, ConvTransposeBn
 from .elemwise import Elemwise
 from .layers import AvgPool2d, Linear, LinearRelu, MaxPool2d, ReLU, Sequential
 from .module import Module
-from .normalization import GroupNorm, InstanceNorm, LayerNorm
+from .image_layers import (DeformablePSROIPooling, Pad, PixelShuffle, SlidingWindow,
+                           SlidingWindowTranspose)
+from .normalization import GeneralNorm, GroupNorm, InstanceNorm, LayerNorm, LocalResponseNorm
 from .quant_dequant import DequantStub, QuantStub
 from .multiheadattn import MultiHeadAttention
 from .rnn import LSTM, RNN, LSTMCell, RNNCell
@@ -28,7 +30,8 @@ __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchMatMulAc
            "Linear", "LinearBn1d", "LinearBnRelu1d", "LinearRelu", "LocalConv2d",
            "MaxPool2d", "Module", "MultiHeadAttention", "PReLU", "QuantStub", "RNN",
            "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "SyncBatchNorm",
-           "init"]
+           "init", "DeformablePSROIPooling", "GeneralNorm", "LocalResponseNorm", "Pad",
+           "PixelShuffle", "SlidingWindow", "SlidingWindowTranspose"]
 
 # MegEngine's module paths of their own (`megengine.module.linear`, ...): each names where
 # megtrace keeps the classes

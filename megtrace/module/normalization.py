@@ -1,10 +1,9 @@
-"""Group, instance and layer normalization layers (`megengine.module.normalization`).
-
-GroupNorm/InstanceNorm normalize each sample's channel groups over their spatial
-positions (biased variance), then apply the per-channel affine weight/bias (C,); they
-are composed of reductions and elementwise ops, so they trace, compile and dump.
+"""Group, instance, layer and general normalization layers and LocalResponseNorm
+(`megengine.module.normalization`, `module.lrn`); each forwards to its F.nn functional.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,21 +20,6 @@ def _affine_params(module: Module, shape) -> None:
         module.bias = Parameter(np.zeros(shape, np.float32))
     else:
         module.weight = module.bias = None
-
-
-def _group_normalize(x, groups: int, eps: float):
-    """(N, C, *S) normalized within each of `groups` channel groups per sample."""
-    shape = tuple(x.shape)
-    g = F.reshape(x, (shape[0], groups, -1))
-    mean = F.mean(g, axis=2, keepdims=True)
-    centered = F.sub(g, mean)
-    var = F.mean(F.mul(centered, centered), axis=2, keepdims=True)
-    return F.reshape(F.div(centered, F.sqrt(F.add(var, float(eps)))), shape)
-
-
-def _channel_affine(y, weight, bias):
-    view = (1, -1) + (1,) * (y.ndim - 2)
-    return F.add(F.mul(y, F.reshape(weight, view)), F.reshape(bias, view))
 
 
 class GroupNorm(Module):
@@ -62,8 +46,7 @@ class GroupNorm(Module):
     def forward(self, x):
         if _amp._autocast:     # MegEngine's GroupNorm runs in the high precision under amp
             x = x.astype(_amp._high_prec_dtype)
-        y = _group_normalize(x, self.num_groups, self.eps)
-        return _channel_affine(y, self.weight, self.bias) if self.affine else y
+        return F.nn.group_norm(x, self.num_groups, self.affine, self.weight, self.bias, self.eps)
 
     def _module_info_string(self) -> str:
         return (f"groups={self.num_groups}, channels={self.num_channels}, eps={self.eps}, "
@@ -87,8 +70,7 @@ class InstanceNorm(Module):
             zeros_(self.bias)
 
     def forward(self, x):
-        y = _group_normalize(x, x.shape[1], self.eps)
-        return _channel_affine(y, self.weight, self.bias) if self.affine else y
+        return F.nn.instance_norm(x, self.affine, self.weight, self.bias, self.eps)
 
     def _module_info_string(self) -> str:
         return f"channels={self.num_channels}, eps={self.eps}, affine={self.affine}"
@@ -119,3 +101,67 @@ class LayerNorm(Module):
     def _module_info_string(self) -> str:
         return (f"normalized_shape={self.normalized_shape}, eps={self.eps}, "
                 f"affine={self.affine}")
+
+
+class GeneralNorm(Module):
+    """Normalizes over `normalized_axis` (ascending) with weight/bias of `normalized_shape`
+    (saved unflattened: MegEngine's state_dict flattens only Batch/Group/Layer/InstanceNorm)."""
+
+    def __init__(self, normalized_shape=None, normalized_axis=0, eps: float = 1e-5,
+                 affine: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.eps, self.affine = eps, affine
+        if affine:
+            assert normalized_shape is not None, \
+                "normalized_shape must be specified when affine is true"
+            assert normalized_axis is not None, \
+                "normalized_axis must be specified when affine is true"
+            if not isinstance(normalized_axis, Sequence):
+                normalized_axis = [normalized_axis]
+            # MegEngine 1.13 accepts only a list/tuple normalized_shape here
+            assert isinstance(normalized_shape, (list, tuple))
+            assert len(normalized_axis) == len(normalized_shape), \
+                "The size of normalized_axis and normalized_shape are different"
+            assert len(set(normalized_axis)) == len(normalized_axis), \
+                "there are duplicate axis in list normalized_axis"
+            self.weight = Parameter(np.ones(normalized_shape, np.float32))
+            self.bias = Parameter(np.zeros(normalized_shape, np.float32))
+        else:
+            self.weight = self.bias = None
+        self.normalized_shape, self.normalized_axis = normalized_shape, normalized_axis
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            ones_(self.weight)
+            zeros_(self.bias)
+
+    def forward(self, x):
+        axes = [a + x.ndim if a < 0 else a for a in self.normalized_axis]
+        self.normalized_axis = axes
+        assert axes == sorted(axes), (
+            f"The order of normalized_axis is incorrect, should be {sorted(axes)}, but got "
+            f"{axes}. Please specify the values of axis in the correct order in normalized_axis")
+        shape = tuple(x.shape)
+        for i, a in enumerate(axes):
+            assert shape[a] == self.normalized_shape[i], (
+                f"inp.shape={shape}, normalized_axis={axes}, normalized_shape="
+                f"{self.normalized_shape}, inp.shape[normalized_axis[{i}]]({shape[a]}) != "
+                f"normalized_shape[{i}]({self.normalized_shape[i]})")
+        return F.nn.general_norm(x, axes, self.affine, self.weight, self.bias, self.eps)
+
+    def _module_info_string(self) -> str:
+        return (f"normalized_shape={self.normalized_shape}, normalized_axis="
+                f"{self.normalized_axis}, eps={self.eps}, affine={self.affine}")
+
+
+class LocalResponseNorm(Module):
+    """F.nn.local_response_norm with fixed kernel_size, k, alpha and beta."""
+
+    def __init__(self, kernel_size: int = 5, k: float = 2.0, alpha: float = 1e-4,
+                 beta: float = 0.75, **kwargs):
+        super().__init__(**kwargs)
+        self.kernel_size, self.k, self.alpha, self.beta = kernel_size, k, alpha, beta
+
+    def forward(self, inp):
+        return F.nn.local_response_norm(inp, self.kernel_size, self.k, self.alpha, self.beta)

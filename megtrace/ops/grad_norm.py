@@ -56,3 +56,41 @@ def layer_norm_vjp(V, inputs, outputs, grads, *, eps, normalized_dim):
     else:
         gw, gb = g * xhat, g
     return gx, gw, gb
+
+
+def general_norm_vjp(V, inputs, outputs, grads, *, eps, axis_start, axis_end):
+    """layer_norm's rule over axes [axis_start, axis_end) anywhere in the input."""
+    (x, w, b), (g,) = inputs, grads
+    axes = tuple(range(axis_start, axis_end))
+    rest = tuple(i for i in range(x.ndim) if i not in axes)
+    view = (1,) * axis_start + tuple(w.shape) + (1,) * (x.ndim - axis_end)
+    xhat, rstd, _ = _normalized(V, x, axes, eps)
+    d = g * V.apply("reshape", w, shape=view)
+    gx = rstd * (d - _mean(V, d, axes) - xhat * _mean(V, d * xhat, axes))
+    if rest:
+        gw = V.apply("reduce", g * xhat, mode="sum", axis=rest, keepdims=False)
+        gb = V.apply("reduce", g, mode="sum", axis=rest, keepdims=False)
+    else:
+        gw, gb = g * xhat, g
+    return gx, gw, gb
+
+
+def _channel_window_sum(V, t, n):
+    """sum over channels c - n//2 .. c + n//2 (clipped) of an NCHW tensor."""
+    half, c = n // 2, t.shape[1]
+    tp = V.apply("pad", t, pad_width=((0, 0), (half, half), (0, 0), (0, 0)))
+    total = None
+    for i in range(2 * half + 1):
+        part = V.apply("subtensor", tp, index=((1, i, i + c, None, None),))
+        total = part if total is None else total + part
+    return total
+
+
+def lrn_vjp(V, inputs, outputs, grads, *, n, k, alpha, beta):
+    """y = x * s^-beta with s = k + alpha * W(x^2) (W the symmetric channel window sum):
+    dx = g * s^-beta + 2 alpha x W(-beta g x s^(-beta-1))."""
+    (x,), (g,) = inputs, grads
+    s = _channel_window_sum(V, x * x, n) * V.const(alpha, x) + V.const(k, x)
+    inner = g * x * V.apply("pow", s, V.const(-beta - 1.0, x)) * V.const(-beta, x)
+    return (g * V.apply("pow", s, V.const(-beta, x)) +
+            x * _channel_window_sum(V, inner, n) * V.const(2.0 * alpha, x),)

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
+from . import quantized_lower
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 ADAPTIVE_POOLING = MgeOpr("AdaptivePoolingV1", "AdaptivePooling")
@@ -33,6 +34,11 @@ def _adaptive_eager(x, *, mode, out):
 
 
 def _adaptive_lower(L, x, *, mode, out):
+    if mode == "average" and L.types[0].quant is not None:     # rounded averages
+        h, w = L.types[0].shape[2:]
+        count = np.outer([b - a for a, b in _bins(h, out[0])], [b - a for a, b in _bins(w, out[1])])
+        return quantized_lower.lower_average(
+            L, x, lambda xf: L.R.nn.adaptive_avg_pool2d(xf, output_size=out), count)
     if mode == "average":
         return L.R.nn.adaptive_avg_pool2d(x, output_size=out)
     # Relax has no adaptive max pool: even bins are a reshape + max, uneven ones a max per

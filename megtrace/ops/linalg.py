@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
+from . import quantized_lower
 from ._rules import broadcast_shapes, same_dtype
 from .grad_tensor import matmul_vjp
 from .registry import MgeChoice, MgeComposite, MgeOpr, OpDef, register
@@ -46,6 +47,8 @@ def _matmul_lower(L, a, b, *, transpose_a, transpose_b, compute_mode="DEFAULT"):
         b = R.permute_dims(b, list(range(tb.ndim - 2)) + [tb.ndim - 1, tb.ndim - 2])
     if compute_mode == "FLOAT32" and ta.dtype == "float16":   # float32 sums, float16 out
         return R.astype(R.matmul(a, b, out_dtype="float32"), "float16")
+    if ta.quant is not None:            # MegEngine's quantized dtypes: int32 sums
+        return quantized_lower.lower_matmul(L, a, b, ta, tb)
     return R.matmul(a, b)
 
 

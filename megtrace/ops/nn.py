@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
+from . import quantized_lower
 from . import eager_kernels
 from ._rules import same_dtype
 from .conv import conv_input_grad, conv_vjp, conv_weight_grad
@@ -197,6 +198,14 @@ def _pool_eager(x, *, mode, kernel, stride, padding):
 def _pool_lower(L, x, *, mode, kernel, stride, padding):
     if mode == "max":
         return L.R.nn.max_pool2d(x, pool_size=kernel, strides=stride, padding=padding)
+    if L.types[0].quant is not None:        # MegEngine's quantized dtypes: rounded averages
+        out_hw = L.out.shape[2:]
+        count = np.full(out_hw, kernel[0] * kernel[1], np.float32) if mode == "average" else \
+            eager_kernels.pool2d_sum(np.ones((1, 1) + L.types[0].shape[2:]), kernel, stride,
+                                     padding, out_hw)
+        return quantized_lower.lower_average(L, x, lambda xf: L.R.nn.avg_pool2d(
+            xf, pool_size=kernel, strides=stride, padding=padding,
+            count_include_pad=(mode == "average")), count)
     return L.R.nn.avg_pool2d(x, pool_size=kernel, strides=stride, padding=padding,
                              count_include_pad=(mode == "average"))
 

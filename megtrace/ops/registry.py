@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import UnsupportedOpError
+from . import quantized_eager, quantized_types
 
 _REGISTRY: dict[str, "OpDef"] = {}
 
@@ -138,6 +139,10 @@ class OpDef:
     mge_read: Mapping[str, Callable[..., list]] = field(default_factory=dict)
     # reverse-mode derivative (see the class docstring): a function or NOT_DIFFERENTIABLE
     vjp: Callable[..., tuple] | _NotDifferentiable | None = None
+    # takes MegEngine's quantized dtypes itself (megtrace/ops/quantized.py): its shape
+    # rule gives the results' quantization; for every other op, quantized inputs go
+    # through megtrace/ops/quantized_types.py's rule
+    quantized: bool = False
 
     def __post_init__(self):
         if self.value_shaped and not self.interpreted:
@@ -159,7 +164,12 @@ class OpDef:
                 f"{lo} to {hi}"
             raise TypeError(f"{self.name}: expected {want} tensor input(s), got {len(types)}")
         out = self.infer(*types, **kwargs)
-        return out if isinstance(out, tuple) else (out,)
+        out = out if isinstance(out, tuple) else (out,)
+        if not self.quantized:
+            for t in types:
+                if getattr(t, "quant", None) is not None:
+                    return quantized_types.propagate(self.name, types, kwargs, out)
+        return out
 
     def has_shape_input(self, n_inputs: int, params: Mapping[str, Any]) -> bool:
         """Whether a node of this op with `n_inputs` inputs carries run-time shape inputs."""
@@ -177,6 +187,11 @@ class OpDef:
         return extra if self.int_inputs is not None else 0
 
     def run_eager(self, arrays: Sequence[np.ndarray], kwargs: dict) -> tuple[np.ndarray, ...]:
+        if not self.quantized:
+            for a in arrays:       # MegEngine's quantized dtypes: their own arithmetic
+                dt = getattr(a, "dtype", None)
+                if dt is not None and dt.metadata:
+                    return quantized_eager.run(self, arrays, kwargs)
         out = self.eager(*arrays, **kwargs)
         return out if isinstance(out, tuple) else (out,)
 

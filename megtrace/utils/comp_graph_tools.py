@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Tuple, Union
 
 import numpy as np
 
+from ..dtype import QuantParam
 from ..dump import VarNode as _LoadedVar
 from .network_graph import adopt, clone_with
 from .network_node import OpNode, SharedDeviceTensor, VarNode
@@ -321,4 +322,5 @@ class GraphInference:
         arr = value.numpy() if hasattr(value, "numpy") else np.asarray(value)
         if arr.ndim == 0 and len(info.shape) == 1:
             arr = arr.reshape(1)
-        return arr.astype(info.dtype, copy=False)
+        dtype = info.dtype.np_dtype() if isinstance(info.dtype, QuantParam) else info.dtype
+        return arr.astype(dtype, copy=False)

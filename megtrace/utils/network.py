@@ -8,14 +8,18 @@ by the same writer (and the same optimize_for_inference) as `trace.dump`.
 from __future__ import annotations
 
 import collections.abc
-import io
 import fnmatch
+import io
 import re
 from typing import Any, Callable, Dict, Iterable, List, Sequence
 
+from ..dump import Metadata, dump_graph
+from ..dump import VarNode as DumpVar
 from ..errors import MegtraceError, UnsupportedModelError
+from ..graph_io import load_graph
+from ..jit.dumping import _OPTIMIZE_FLAGS, _optimized, _write_atomic
 from ..logger import get_logger
-from ..serialization import load
+from ..serialization import dumps, load
 from . import network_node as N
 from .comp_graph_tools import get_dep_vars, get_oprs_seq
 from .network_graph import adopt, refold, retype, to_graph
@@ -44,8 +48,6 @@ class Network:
     def load(cls, model_path, outspec: List[str] = None) -> "Network":
         """Load a model file (a path or a binary file object); `outspec` keeps only the
         subgraph ending at the vars of these names."""
-        # lazy: load_graph pulls in the .mge reader (flatbuffers)
-        from ..graph_io import load_graph
         loaded = load_graph(model_path)
         if loaded.graph is None:
             raise UnsupportedModelError(
@@ -260,8 +262,6 @@ class Network:
         `trace.dump` runs it), as new nodes."""
         dest = list(dest_vars) if isinstance(dest_vars, Sequence) else [dest_vars]
         graph = to_graph(dest, [v.name for v in dest])
-        # lazy: the optimizer is the TVM layer
-        from ..jit.dumping import _optimized
         optimized, _ = _optimized(graph, kwargs)
         return adopt(optimized)
 
@@ -272,11 +272,6 @@ class Network:
              user_info: Any = None, enable_metadata: bool = True, **kwargs):
         """Write the network as a .mge file (MegEngine's options; see `trace.dump`); the
         metadata says graph_modified=True. Returns MegEngine's CompGraphDumpResult."""
-        # lazy: the writer and the optimizer load flatbuffers and TVM
-        from ..dump import Metadata, dump_graph
-        from ..dump import VarNode as DumpVar
-        from ..jit.dumping import _OPTIMIZE_FLAGS, _optimized, _write_atomic
-        from ..serialization import dumps
         if kwargs.pop("arg_names", False):
             logger.warning('"arg_names" is not supported in Network.dump, rename input vars '
                            'directly')

@@ -86,7 +86,7 @@ def adopt(graph: Graph, var_names: dict[Var, str] | None = None,
     var_names = var_names or {}
     nodes = {} if nodes is None else nodes
     for var, name in zip(graph.inputs, graph.input_names):
-        nodes[var] = Host2DeviceCopy(var.type.shape, var.type.dtype, name).outputs[0]
+        nodes[var] = Host2DeviceCopy(var.type.shape, var.type.np_dtype, name).outputs[0]
 
     def node_of(var: Var) -> VarNode:
         if var not in nodes:

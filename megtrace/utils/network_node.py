@@ -9,6 +9,7 @@ writer writes the node as, with that operator's param fields (`params["mode"] ==
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from typing import Any, Sequence
@@ -180,7 +181,9 @@ class Host2DeviceCopy(OpNode):
         self.name = name
         self.device = device or "xpux"
         if shape is not None:
-            var = Var(TensorType(tuple(shape), _dt.canonical(dtype or "float32")), name or "")
+            # TensorType keeps a quantized dtype's parameters (NumPy dtype metadata)
+            var = Var(TensorType(tuple(shape), dtype if dtype is not None else "float32"),
+                      name or "")
             self.outputs = [VarNode(var, owner_opr=self, name=name)]
 
     @property
@@ -190,7 +193,7 @@ class Host2DeviceCopy(OpNode):
     @shape.setter
     def shape(self, shape: Sequence[int]) -> None:
         out = self.outputs[0]
-        out._set_type(TensorType(tuple(int(d) for d in shape), out._var.type.dtype))
+        out._set_type(dataclasses.replace(out._var.type, shape=tuple(int(d) for d in shape)))
 
     @property
     def dtype(self) -> np.dtype:

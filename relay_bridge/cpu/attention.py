@@ -5,9 +5,11 @@ it in four passes and p @ v reads it again, each a separate parallel kernel, and
 are first copied out of the QKV projection by transpose and slice kernels. Here, per
 (batch, head) the kernel packs k^T once (t/nr, d, nr), then for every block of MR query
 rows computes the MR x t scores with the packed-GEMM register tile, their row max, exp
-and sum (16 lane partials, as rowwise.py) and the MR x dv output, all in L1; the
-division by the row sum rides on the output tile. q, k and v are read through strided
-views of their bases (views.py), so the transposes and slices are never computed.
+and sum (16 lane partials, as rowwise.py), scales them by one reciprocal per row and
+computes the MR x dv output, all in L1. q, k and v are read through strided views of
+their bases (views.py), so the transposes and slices are never computed; with
+`heads_last` the output is written (b, s, h, dv), as multi-head attention merges heads.
+Each row block also prefetches part of the next head's rows (at batch 8 they are in L3).
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from .._tvm import tvm
 from . import fast_math
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import inner_loops, parallel_if, scheduled_func, vectorize_inner
-from .rowwise import LANES, _row_reduce
+from .primfunc import (inner_loops, parallel_if, prepend_in_loop, read_sources,
+                       scheduled_func, vectorize_inner)
+from .rowwise import LANES, row_reduce
 from .views import StridedView
 
 MR = 8
@@ -84,8 +87,10 @@ def _tile(n: int) -> int:
     return 32 if n % 32 == 0 else 16
 
 
-def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None = None):
-    """Scheduled PrimFunc (*flat bases, *epilogue vectors (dv,), out (prod(batch), s, dv)).
+def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None = None,
+              heads_last: bool = False):
+    """Scheduled PrimFunc (*flat bases, *epilogue vectors (dv,), out): out is (prod(batch),
+    s, dv), or (prod(batch) / h, s, h, dv) with `heads_last` (h: the last batch axis).
     `scores`: scalar-only steps on q @ k^T before the softmax (the 1/sqrt(d) scale)."""
     te, t = tvm().te, tvm().tirx
     epilogue = epilogue or Epilogue()
@@ -116,10 +121,10 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         name="score")
     scaled = te.compute((nb, sp, tk), lambda bb, i, j: scores.apply(
         score[bb, i, j], None, None), name="scaled")
-    peak = _row_reduce(lambda bb, i, j: scaled[bb, i, j], [nb, sp], tk, "max", "att_max")
+    peak = row_reduce(lambda bb, i, j: scaled[bb, i, j], [nb, sp], tk, "max", "att_max")
     prob = te.compute((nb, sp, tk), lambda bb, i, j: fast_math.fast_exp(
         scaled[bb, i, j] - peak[bb, i]), name="att_exp")
-    total = _row_reduce(lambda bb, i, j: prob[bb, i, j], [nb, sp], tk, "sum", "att_sum")
+    total = row_reduce(lambda bb, i, j: prob[bb, i, j], [nb, sp], tk, "sum", "att_sum")
     inv = te.compute((nb, sp), lambda bb, i: t.const(1.0, "float32") / total[bb, i],
                      name="att_inv")       # one division per row, not per probability
     norm = te.compute((nb, sp, tk), lambda bb, i, j: prob[bb, i, j] * inv[bb, i],
@@ -127,8 +132,13 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
     rj = te.reduce_axis((0, tk), "j")
     acc = te.compute((nb, sp, dv), lambda bb, i, c: te.sum(
         norm[bb, i, rj] * read(shape.v, shape.v_base, bb, rj, c), axis=rj), name="att_out")
-    out = te.compute((nb, s, dv), lambda bb, i, c: epilogue.apply(
-        acc[bb, i, c], lambda q: vectors[q][c], None), name="out")
+    if heads_last:      # (b, s, h, dv): the (b, h, s, dv) result with h and s swapped
+        h = batch[-1]
+        out = te.compute((nb // h, s, h, dv), lambda b, i, hh, c: epilogue.apply(
+            acc[b * h + hh, i, c], lambda q: vectors[q][c], None), name="out")
+    else:
+        out = te.compute((nb, s, dv), lambda bb, i, c: epilogue.apply(
+            acc[bb, i, c], lambda q: vectors[q][c], None), name="out")
 
     def schedule(sch):
         sch.compute_inline(sch.get_sblock("scaled"))
@@ -182,4 +192,37 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         sch.compute_at(p, bb)
         sch.vectorize(sch.get_loops(p)[-1])
 
-    return scheduled_func([*bases, *vectors, out], schedule, "attention")
+    func = scheduled_func([*bases, *vectors, out], schedule, "attention")
+    return _prefetch_next_head(func, shape, unravel) if nb > 1 else func
+
+
+def _prefetch_next_head(func, shape: AttentionShape, unravel):
+    """Each row block also asks for 1/(row blocks) of the next head's q, k and v rows
+    (into L2): at batch 8 they come from L3, row by row, which the hardware prefetchers
+    (one 4 KB page per row) do not foresee."""
+    t = tvm().tirx
+    s, tk, d, dv = shape.sizes
+    blocks = ceil_div(s, MR)
+    sources = read_sources(func)
+    bases = [sources[f"base{i}"] for i in range(len(shape.bases))]
+
+    def make(env):
+        bb, io = env["bb"], env["i_0"]
+        nxt = unravel(t.min(bb + 1, shape.nb - 1))
+        loops = []
+        for view, base, rows, width in ((shape.q, shape.q_base, s, d),
+                                        (shape.k, shape.k_base, tk, d),
+                                        (shape.v, shape.v_base, tk, dv)):
+            chunks = ceil_div(width, LANES)
+            per = ceil_div(rows * chunks, blocks)
+            p = t.Var("p", "int32")
+            line = io * per + p
+            row = t.min(t.floordiv(line, chunks), rows - 1)
+            at = view.flat_index([*nxt, row, t.floormod(line, chunks) * LANES])
+            call = t.call_llvm_intrin("void", "llvm.prefetch", t.address_of(
+                t.BufferLoad(bases[base], [at])), t.const(0, "int32"), t.const(2, "int32"),
+                t.const(1, "int32"))
+            loops.append(t.For(p, t.const(0, "int32"), t.const(per, "int32"),
+                               t.ForKind.SERIAL, t.Evaluate(call)))
+        return t.SeqStmt(loops)
+    return prepend_in_loop(func, "i_0", make)

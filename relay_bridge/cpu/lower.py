@@ -32,7 +32,7 @@ from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention,
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
-from . import attention as att, winograd
+from . import attention as att, huge_pages, winograd
 from .views import trace_view
 
 log = logging.getLogger(__name__)
@@ -67,9 +67,9 @@ class _CpuLowering:
         self.anchored = {g.anchor: g for g in groups}
         self.users = graph.users()
         self.fused: set[Node] = set()        # groups computed inside an earlier kernel
-        # scores group -> (match, shape, bases, kernel) of a fused attention
+        # scores group -> (match, shape, bases, kernel, heads transpose) of a fused attention
         self.attention: dict[Group, tuple[AttentionMatch, att.AttentionShape, list[Var],
-                                          Any]] = {}
+                                          Any, Node | None]] = {}
         self._plan_attention(groups)
 
     # -- driver -------------------------------------------------------------------------
@@ -276,21 +276,22 @@ class _CpuLowering:
                 tuple(b.type.size for b in bases), *(bases.index(b) for b, _, _ in traced))
             if not att.applies(shape):
                 continue
+            swap = self._heads_swap(match.output.out)
             key = (att.attention, shape, _epilogue_key(match.scores.epilogue),
-                   _epilogue_key(match.output.epilogue))
+                   _epilogue_key(match.output.epilogue), swap is not None)
             try:
-                func = self.kernels.get(key) or att.attention(shape, match.scores.epilogue,
-                                                              match.output.epilogue)
+                func = self.kernels.get(key) or att.attention(
+                    shape, match.scores.epilogue, match.output.epilogue, swap is not None)
             except Exception as e:      # the three-kernel path, never a guess
                 log.warning("CPU rule attention not applied (%s: %s)", type(e).__name__,
                             (str(e).strip().splitlines() or [""])[0])
                 continue
             self.kernels[key] = func
-            self.attention[match.scores] = (match, shape, bases, func)
-            self.fused.update([match.softmax, *match.output.nodes])
-        inside = {n for m, *_ in self.attention.values()
-                  for n in (*m.scores.nodes, m.softmax, *m.output.nodes)}
-        read = {b for *_, bases, _ in self.attention.values() for b in bases}
+            self.attention[match.scores] = (match, shape, bases, func, swap)
+            self.fused.update([match.softmax, *match.output.nodes, *([swap] if swap else [])])
+        inside = {n for m, _, _, _, swap in self.attention.values()
+                  for n in (*m.scores.nodes, m.softmax, *m.output.nodes, *([swap] if swap else []))}
+        read = {b for _, _, bases, _, _ in self.attention.values() for b in bases}
         read.update(graph.outputs)
         dead: set[Node] = set()
         for n in reversed(graph.nodes):   # what only the fused kernels' views needed
@@ -300,15 +301,30 @@ class _CpuLowering:
                 dead.add(n)
         self.fused.update(dead)
 
+    def _heads_swap(self, out: Var) -> Node | None:
+        """The transpose (..., h, s, dv) -> (..., s, h, dv) that alone reads an attention's
+        output (multi-head attention merging its heads): the kernel writes that order."""
+        users = self.users.get(out, [])
+        if len(users) != 1 or out in self.graph.outputs or out.type.ndim < 3:
+            return None
+        node, n = users[0], out.type.ndim
+        swapped = (*range(n - 3), n - 2, n - 3, n - 1)
+        if node.op.name != "transpose" or tuple(node.kwargs["pattern"]) != swapped:
+            return None
+        return node
+
     def _attention(self, group: Group) -> None:
-        match, shape, bases, func = self.attention[group]
+        match, shape, bases, func, swap = self.attention[group]
         rx = self.rx
         args = [self.bb.emit(rx.op.reshape(self.get_plain(b), (b.type.size,))) for b in bases]
         args += [rx.const(np.ascontiguousarray(v, np.float32))
                  for v in match.output.epilogue.vectors()]
         s, _, _, dv = shape.sizes
-        out = self._call(func, args, (shape.nb, s, dv), "attention")
-        self.plain[match.output.out] = self.bb.emit(rx.op.reshape(out, match.output.out.type.shape))
+        result = swap.outputs[0] if swap else match.output.out
+        h = shape.batch[-1] if swap else 1
+        out = self._call(func, args, (shape.nb // h, s, h, dv) if swap else (shape.nb, s, dv),
+                         "attention")
+        self.plain[result] = self.bb.emit(rx.op.reshape(out, result.type.shape))
         self.used.append("attention")
 
     def _winograd(self, shape: ConvShape, w: Var) -> bool:
@@ -337,8 +353,8 @@ class _CpuLowering:
         n = group.out.type.shape[-1]
         shape = DenseShape(m, k, n)
         func = dense_packed(shape, group.epilogue)
-        weight = self.rx.const(L.pack_dense_weight(self.graph.consts[b],
-                                                   node.kwargs["transpose_b"], shape.tile[1]))
+        weight = self.rx.const(huge_pages.constant(L.pack_dense_weight(
+            self.graph.consts[b], node.kwargs["transpose_b"], shape.tile[1])))
         args = [self._as_2d(self.get_plain(a), a.type, (m, k)), weight,
                 *self._epilogue_args(group.epilogue, blocked=False, rows=(m, n))]
         out = self._call(func, args, (m, n), "dense")

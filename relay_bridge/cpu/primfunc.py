@@ -100,3 +100,56 @@ def schedule_register_tile(sch, blk, batch: list, i, j, kk, mr: int, nr: int, ku
     init = sch.decompose_reduction(blk, ko)
     vectorize_inner(sch, init, par)
     vectorize_inner(sch, o, par)
+
+
+def prepend_in_loop(func, loop_name: str, make: Callable[[dict], Any]):
+    """`func` with the statement make(enclosing loop vars by name, the loop's own
+    included) run first in each iteration of the outermost loop named `loop_name`;
+    `func` unchanged when there is none. For what s_tir cannot say (prefetches):
+    rebuilds the root block, the loops and sequences on the way, nothing else."""
+    t = tvm()
+    tx, st = t.tirx, t.s_tir
+    found = []
+
+    def visit(s, env):
+        if isinstance(s, st.SBlockRealize):
+            return st.SBlockRealize(s.iter_values, s.predicate, visit(s.block, env))
+        if isinstance(s, st.SBlock):
+            return st.SBlock(s.iter_vars, s.reads, s.writes, s.name_hint, visit(s.body, env),
+                             s.init, s.alloc_buffers, s.match_buffers, s.annotations)
+        if isinstance(s, tx.SeqStmt):
+            return tx.SeqStmt([visit(x, env) for x in s.seq])
+        if isinstance(s, tx.For):
+            env = {**env, s.loop_var.name: s.loop_var}
+            if s.loop_var.name == loop_name and not found:
+                found.append(s)
+                body = tx.SeqStmt([make(env), s.body])
+            else:
+                body = visit(s.body, env)
+            return tx.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_binding,
+                          s.annotations, s.step)
+        return s
+    body = visit(func.body, {})
+    return func.with_body(body) if found else func
+
+
+def read_sources(func) -> dict[str, Any]:
+    """The buffers the blocks of `func` read, by name (a prefetch addresses them)."""
+    t = tvm()
+    tx, st = t.tirx, t.s_tir
+    out: dict[str, Any] = {}
+
+    def visit(s):
+        if isinstance(s, st.SBlockRealize):
+            visit(s.block)
+        elif isinstance(s, st.SBlock):
+            for r in s.reads:
+                out.setdefault(r.source.name, r.source)
+            visit(s.body)
+        elif isinstance(s, tx.SeqStmt):
+            for x in s.seq:
+                visit(x)
+        elif isinstance(s, tx.For):
+            visit(s.body)
+    visit(func.body)
+    return out

@@ -130,18 +130,30 @@ class WinogradShape:
             * BLOCK * BLOCK
 
 
+# U = G w G^T for all 36 (a, b) at once: KRON[r*3+s, a*6+b] = G[a, r] G[b, s]
+KRON = np.kron(G, G).T.copy()
+
+
 def transform_weight(w: np.ndarray) -> np.ndarray:
     """(OC, IC, 3, 3) -> U = G w G^T packed as (6, 6, OC/16, IC/16, 16i, 16o), zero-padded;
     done in float64 at build time so the kernel never transforms weights."""
     oc, ic = w.shape[:2]
-    padded = np.zeros((blocks(oc) * BLOCK, blocks(ic) * BLOCK, KERNEL, KERNEL))
-    padded[:oc, :ic] = w                       # zero channels transform to zero
-    # two batched matmuls (G w, then (G w) G^T), then one packing copy in float32: a
-    # 3-operand einsum (one naive loop over six indices) and float64 copies took ~3x
-    # as long on ResNet-18's 512-channel weights (first-call build time, issue 11)
-    u = np.matmul(np.matmul(G, padded), G.T).astype(np.float32)      # (OC, IC, 6, 6)
-    u = u.reshape(blocks(oc), BLOCK, blocks(ic), BLOCK, ALPHA, ALPHA)
-    return np.ascontiguousarray(u.transpose(4, 5, 0, 2, 3, 1))
+    ob, ib = blocks(oc), blocks(ic)
+    out = np.empty((ALPHA, ALPHA, ob, ib, BLOCK, BLOCK), np.float32)
+    # one output-channel block at a time: a (16*IC, 9) x (9, 36) product whose float64
+    # result stays in cache for the packing copy (batched 3x3 matmuls over the whole
+    # weight took ~4-10x as long on ResNet-18: first-call build time, issue 11)
+    rows = np.zeros((BLOCK, ib * BLOCK, KERNEL * KERNEL))  # zero channels transform to zero
+    for k in range(ob):
+        part = w[k * BLOCK:(k + 1) * BLOCK].reshape(-1, ic, KERNEL * KERNEL)
+        rows[:part.shape[0], :ic] = part
+        rows[part.shape[0]:] = 0.0
+        # einsum's own loop, not BLAS: OpenBLAS threads on these thin products burnt
+        # ~10x the CPU (and wall time on a busy machine)
+        u = np.einsum("nk,km->nm", rows.reshape(-1, KERNEL * KERNEL), KRON)
+        u = u.reshape(BLOCK, ib, BLOCK, ALPHA, ALPHA)
+        out[:, :, k] = u.transpose(3, 4, 1, 2, 0)          # (a, b, ib, 16i, 16o)
+    return out
 
 
 def applies(conv: ConvShape) -> bool:
@@ -212,12 +224,15 @@ def _combine(coefs, terms):
 
 
 def _select(index, exprs):
-    """exprs[index] for a loop variable `index` that the schedule unrolls (the Select
-    chain then folds to one expression per unrolled iteration)."""
+    """exprs[index] for a loop variable `index` that the schedule unrolls: a chain of
+    if_then_else that folds to one expression per unrolled iteration. Not tir.Select:
+    VectorizeLoop (before UnrollLoop) widens a Select's condition to a vector, and a
+    Select on a constant vector is never folded, so every stored value carried all six
+    expressions through TIR's passes and into LLVM (twice the build time, issue 11)."""
     t = tvm().tirx
     expr = exprs[-1]
     for k in range(len(exprs) - 2, -1, -1):
-        expr = t.Select(index == k, exprs[k], expr)
+        expr = t.if_then_else(index == k, exprs[k], expr)
     return expr
 
 

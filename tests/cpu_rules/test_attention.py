@@ -67,9 +67,8 @@ def test_kernel_list_has_no_transpose_or_slice_of_the_projection(rng):
     attend = _self_attention(2, 16, scale_after=False)
     cg = _compiled(lambda x: attend(F.matmul(x, mge.tensor(w), transpose_b=True)), x)
     assert cg.rules == ["dense", "attention"]
-    # no slice of the projection, one transpose: the output's (b, h, s, d) -> (b, s, h d)
-    assert not [k for k in cg.kernels if "slice" in k]
-    assert len([k for k in cg.kernels if "transpose" in k]) == 1
+    # no slice or transpose of the projection, and the kernel writes (b, s, h, d) itself
+    assert not [k for k in cg.kernels if "slice" in k or "transpose" in k]
     qkv = x.astype(np.float64) @ w.T.astype(np.float64)
     assert rel_err(cg(x)[0], _self_attention_ref(qkv, 2, 16, 0.5)) <= TOL
 
@@ -128,3 +127,22 @@ def test_a_view_read_elsewhere_is_still_computed(rng):
     ref = x.astype(np.float64).reshape(1, 32, 3, 2, 16).transpose(2, 0, 3, 1, 4)
     assert rel_err(out, _softmax(ref[0] @ np.swapaxes(ref[1], -1, -2)) @ ref[2]) <= TOL
     assert rel_err(q2, ref[0] * 2) <= TOL
+
+
+def test_heads_kept_in_place_when_the_output_is_also_read_unswapped(rng):
+    """The attention output feeds the heads transpose and is returned as well: the kernel
+    writes (b, h, s, d) and the transpose stays a kernel of its own."""
+    x = _f32(rng, 2, 32, 3 * 2 * 16)
+
+    def fn(x):
+        qkv = x.reshape(2, 32, 3, 2, 16).transpose(2, 0, 3, 1, 4)
+        ctx = F.matmul(F.softmax(F.matmul(qkv[0], qkv[1], transpose_b=True), axis=-1), qkv[2])
+        return ctx.transpose(0, 2, 1, 3).reshape(2, 32, 32), ctx
+    cg = _compiled(fn, x)
+    assert cg.rules == ["attention"]
+    assert [k for k in cg.kernels if "transpose" in k]
+    ref = x.astype(np.float64).reshape(2, 32, 3, 2, 16).transpose(2, 0, 3, 1, 4)
+    ctx = _softmax(ref[0] @ np.swapaxes(ref[1], -1, -2)) @ ref[2]
+    merged, raw = cg(x)
+    assert rel_err(raw, ctx) <= TOL
+    assert rel_err(merged, ctx.transpose(0, 2, 1, 3).reshape(2, 32, 32)) <= TOL

@@ -16,7 +16,8 @@ import numpy as np
 
 from megtrace import interpreter
 from megtrace.ir import Graph, TensorType
-from megtrace.ops import get
+from megtrace.ops import get, quantized_eager
+from megtrace.ops.quantized import spec as quantized_spec
 
 LITE_IO_MAX_NDIM = 7       # Lite's input/output tensors have fewer axes than this
 GROW_BY = 1                # the other batch is the traced one plus this
@@ -38,9 +39,10 @@ class Case:
 
 
 def sample_graph(sample, inputs: list[np.ndarray]) -> tuple[Graph, list[np.ndarray]]:
-    """The op alone on `inputs`. Lite's I/O has no bool or float16 tensors, so bool
-    operands come in as uint8 and float16 ones as float32, and such results leave as
-    int32 / float32 (TypeCvt both ways)."""
+    """The op alone on `inputs`. Lite's I/O has no bool, float16 or quantized tensors, so
+    bool operands come in as uint8, float16 and quantized ones as float32, and such
+    results leave as int32 / float32 (TypeCvt both ways; the samples' quantized values
+    are exact in float32)."""
     op = get(sample.op)
     inputs = LITE_INPUTS.get(sample.op, lambda *a: list(a))(*inputs)
     g = Graph()
@@ -49,7 +51,13 @@ def sample_graph(sample, inputs: list[np.ndarray]) -> tuple[Graph, list[np.ndarr
         if a.ndim >= LITE_IO_MAX_NDIM:      # a weight (local conv): a constant in the file
             ins.append(g.add_const(a))
             continue
-        if a.dtype in _LITE_IO:
+        if a.dtype.metadata:        # quantized: Lite's I/O has none; in as float32, TypeCvt
+            q = a.dtype
+            inputs[i] = a = quantized_eager.dequantize(a)
+            (var,) = g.add_node(get("quantized_astype"),
+                                [g.add_input(TensorType.of(a), f"x{i}")],
+                                {"dtype": quantized_spec(q)})
+        elif a.dtype in _LITE_IO:
             dtype = a.dtype.name
             inputs[i] = a = a.astype(_LITE_IO[a.dtype])
             (var,) = g.add_node(get("astype"), [g.add_input(TensorType.of(a), f"x{i}")],
@@ -57,7 +65,9 @@ def sample_graph(sample, inputs: list[np.ndarray]) -> tuple[Graph, list[np.ndarr
         else:
             var = g.add_input(TensorType.of(a), f"x{i}")
         ins.append(var)
-    outs = [g.add_node(get("astype"), [v], {"dtype": _LITE_OUT[v.type.dtype]})[0]
+    outs = [g.add_node(get("quantized_astype"), [v], {"dtype": "float32"})[0]
+            if v.type.quant is not None else
+            g.add_node(get("astype"), [v], {"dtype": _LITE_OUT[v.type.dtype]})[0]
             if v.type.dtype in _LITE_OUT else v for v in g.add_node(op, ins, sample.params)]
     g.set_outputs(outs, [f"y{i}" for i in range(len(outs))])
     return g, [a for a in inputs if a.ndim < LITE_IO_MAX_NDIM]
@@ -78,7 +88,7 @@ def _grow(arrays: list[np.ndarray], extra: list[np.ndarray],
         if (i == 0 or not first_only) and a.ndim and a.ndim < LITE_IO_MAX_NDIM and \
                 a.shape[0] == batch:
             rows = np.resize(b, (GROW_BY,) + b.shape[1:]).astype(a.dtype)
-            a = np.concatenate([a, rows])
+            a = np.concatenate([a, rows]).view(a.dtype)     # (keeps quantized dtypes)
         grown.append(a)
     return grown
 
