@@ -45,7 +45,7 @@ __all__.append("topk_accuracy")
 
 from . import quantized  # noqa: E402,F401  (F.quantized: inference-only quantized convolutions)
 
-from . import debug_param, tensor  # noqa: E402,F401  (MegEngine's paths of their own)
+from . import debug_param, metric, tensor, utils  # noqa: E402,F401  (MegEngine's paths of their own)
 
 # MegEngine's submodules hold these names too (`from megengine.functional.elemwise import
 # clip`); megtrace defines them elsewhere, so they are bound here, once every module is loaded

@@ -2,7 +2,6 @@
 and the comparisons and logical operators."""
 from __future__ import annotations
 
-import builtins
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -51,8 +50,7 @@ def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
     beyond the axis length gives the whole axis. `kth_only` gives the k-th value and the
     index of its first occurrence; `no_sort` allows any order (here they come sorted)."""
     x = require_tensor("topk", inp)
-    # builtins.min: functional/__init__.py also makes F.min an attribute of this module
-    k = builtins.min(int(k), x.shape[-1]) if x.ndim else int(k)
+    k = min(int(k), x.shape[-1]) if x.ndim else int(k)
     rows = expand_dims(x, 0) if x.ndim == 1 else x
     if kth_only:
         kth = apply("kth_value", rows, k=k, descending=bool(descending))
