@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import megtrace.functional as F
+from megtrace.errors import TraceError
 import megtrace.utils.network_node as N
 from megtrace.utils.comp_graph_tools import GraphInference
 from megtrace.utils.network import Network
@@ -371,3 +372,20 @@ def test_quantized_input_survives_network_and_load():
     np.testing.assert_allclose(out, raw.astype(np.float32) * 0.25 * 2)
     with pytest.raises(ValueError, match="expected dtype"):
         model.run(x=raw.astype(qd.qint8(0.5)))
+
+
+def test_varnode_values_from_constants_as_megengine_infers_them():
+    """A VarNode whose value follows from constants has it (MegEngine's static value
+    inference: MegEngine's test_tensor builds ops on Network constants and reads them);
+    `VarNode(x.var)` is x's node; make_const keeps its device."""
+    net = Network()
+    x = net.make_const(np.arange(6, dtype="float32"), device="cpu0")
+    y = F.reshape(x, (2, 3)) * 2 + 1
+    np.testing.assert_array_equal(y.numpy(), np.arange(6, dtype="float32").reshape(2, 3) * 2 + 1)
+    assert N.VarNode(x.var) is x and str(x.device).startswith("cpu0")
+    n = net.make_const(9)
+    np.testing.assert_array_equal(F.linspace(N.VarNode(n.var), 9, n).numpy(),
+                                  np.linspace(9, 9, 9, dtype="float32"))
+    z = net.make_input_node((2, 3), "float32", name="data") + y
+    with pytest.raises(TraceError, match="depends on its inputs"):
+        z.numpy()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,6 +27,8 @@ from ..tensor import Tensor
 from .module_stats import register_flops
 
 _seq = itertools.count()           # creation order: the priority of a node without one
+# the VarNode standing for each IR value (the latest made for it)
+_NODE_OF: "weakref.WeakValueDictionary[Var, VarNode]" = weakref.WeakValueDictionary()
 
 
 class NetworkNode:
@@ -37,12 +40,18 @@ class VarNode(NetworkNode, Tensor):
     those reading it (`users`). It has no value; functional ops on it add OpNodes."""
 
     def __new__(cls, var: Var, *, owner_opr: "OpNode | None" = None, name: str | None = None):
+        if owner_opr is None and name is None:
+            # MegEngine's `VarNode(x.var)`: the node of that graph value, not a detached one
+            known = _NODE_OF.get(var)
+            if known is not None and known._var is var:
+                return known
         obj = object.__new__(cls)
         obj._value, obj._var, obj._owner, obj._version = None, var, BUILDER, 0
         obj._qparams, obj._format, obj._ad = None, "default", None
         obj._device = _device.as_device(None)
         obj._name = name if name is not None else var.name_hint
         obj.__dict__.update(owner=owner_opr, users=[])
+        _NODE_OF[var] = obj
         return obj
 
     def __init__(self, var: Var, *, owner_opr: "OpNode | None" = None, name: str | None = None):
@@ -105,10 +114,14 @@ class VarNode(NetworkNode, Tensor):
             self._var = Var(type_, self._var.name_hint)
 
     def numpy(self) -> np.ndarray:
-        if isinstance(self.owner, ConstOpBase):
-            return self.owner.numpy()
-        raise TraceError.because("value unreadable", f"VarNode {self.name!r} of a Network "
-                                 "has no value; dump the network and run the file")
+        """The value, when it follows from constants alone (MegEngine's static value
+        inference); a value that needs the network's inputs has none."""
+        value = _static_value(self)
+        if value is None:
+            raise TraceError.because("value unreadable", f"VarNode {self.name!r} of a Network "
+                                     "depends on its inputs and has no value; dump the network "
+                                     "and run the file")
+        return value.copy()
 
     def __bool__(self) -> bool:
         return False
@@ -117,6 +130,37 @@ class VarNode(NetworkNode, Tensor):
 
     def __repr__(self) -> str:
         return "VarNode:" + str(self.name)
+
+
+def _static_value(node: VarNode) -> np.ndarray | None:
+    """`node`'s value computed from the constants it depends on, each op run with its NumPy
+    implementation (iteratively: a deep network must not exhaust Python's stack); None
+    when it depends on an input or on an op megtrace cannot run alone."""
+    values: dict[int, np.ndarray | None] = {}
+    stack = [node]
+    while stack:
+        var = stack[-1]
+        if id(var) in values:
+            stack.pop()
+            continue
+        owner = var.owner
+        if isinstance(owner, ConstOpBase):
+            values[id(var)] = owner.numpy()
+        elif owner is None or owner.op is None or isinstance(owner, Host2DeviceCopy):
+            values[id(var)] = None
+        else:
+            pending = [v for v in owner.inputs if id(v) not in values]
+            if pending:
+                stack.extend(pending)
+                continue
+            ins = [values[id(v)] for v in owner.inputs]
+            outs = None if any(v is None for v in ins) else \
+                owner.op.run_eager(ins, owner.kwargs)
+            for i, out in enumerate(owner.outputs):
+                values[id(out)] = None if outs is None else outs[i]
+            values.setdefault(id(var), None)
+        stack.pop()
+    return values[id(node)]
 
 
 class OpNode(NetworkNode):
@@ -241,6 +285,9 @@ class ConstOpBase(OpNode):
             self.outputs = [VarNode(Var(type_, self.name or ""), owner_opr=self, name=self.name)]
         else:
             self.outputs[0]._set_type(type_)
+        device = device if device is not None else self.device
+        if device is not None:
+            self.outputs[0]._device = _device.as_device(device)
 
 
 class ImmutableTensor(ConstOpBase):
