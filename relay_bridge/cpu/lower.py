@@ -186,10 +186,11 @@ class _CpuLowering:
             if self._winograd(shape, w):
                 rule = "winograd"
                 func = self._kernel(winograd.winograd_conv2d, shape, group.epilogue)
-                weight = self.rx.const(winograd.transform_weight(consts[w]))
+                weight = self.rx.const(huge_pages.constant(winograd.transform_weight(consts[w])))
             elif w in consts:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                weight = self.rx.const(L.pack_conv_weight(consts[w], shape.icb))
+                weight = self.rx.const(huge_pages.constant(L.pack_conv_weight(consts[w],
+                                                                             shape.icb)))
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
