@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from . import dtype as _dt
+
 from .errors import (FormatError, MegtraceError, ShapeError, UnsupportedModelError,
                      UnsupportedOpError)
 from .ir import Graph, TensorType
@@ -110,7 +112,13 @@ class LoadedGraph:
                 raise ValueError(f"missing input {info.name!r}")
             value = feed[info.name]
             arr = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-            if arr.dtype != np.dtype(info.dtype):
+            if isinstance(info.dtype, _dt.QuantParam):    # MegEngine's quantized dtypes
+                got = _dt.QuantParam.of(arr.dtype)      # (files hold float32 scales)
+                if got is None or (got.name, got.zero_point, np.float32(got.scale)) != \
+                        (info.dtype.name, info.dtype.zero_point, np.float32(info.dtype.scale)):
+                    raise ValueError(f"input {info.name!r}: expected quantized dtype "
+                                     f"{info.dtype}, got {arr.dtype}")
+            elif arr.dtype != np.dtype(info.dtype):
                 raise ValueError(f"input {info.name!r}: expected dtype {info.dtype}, got "
                                  f"{arr.dtype}")
             if arr.ndim != len(info.shape):
