@@ -1,12 +1,15 @@
 """Per-kernel milliseconds of a bench model's compiled graph (not a test).
 
     TVM_NUM_THREADS=2 .venv/bin/python bench/profile_kernels.py --model encoder [--runs 20]
+    TVM_NUM_THREADS=1 .venv/bin/python bench/profile_kernels.py --train 64 --clock cpu
 
 Builds the model as bench_models.py does (trace(symbolic=True, capture_as_const=True)),
 runs its compiled graph through relay_bridge.profile.profile_run `--runs` times and
 prints, per kernel name, the median (or min) over runs of its summed time in one run,
 its share of the total and how often it is called. On a loaded machine use
-TVM_NUM_THREADS=1 --clock cpu (process CPU time).
+TVM_NUM_THREADS=1 --clock cpu (process CPU time). `--train IMAGE` profiles
+bench_training.py's traced ResNet-18 training step instead (batch --batch, default 32;
+IMAGE x IMAGE inputs), run on the parameters and optimizer state of its third call.
 """
 from __future__ import annotations
 
@@ -32,10 +35,55 @@ def kernel_times(report: dict) -> dict[str, tuple[float, int]]:
     return out
 
 
+class _Capture:
+    """Stands in for a trace's compiled graph to keep the arrays of its next call."""
+
+    def __init__(self, compiled):
+        self.compiled, self.arrays = compiled, None
+
+    def __call__(self, *arrays):
+        self.arrays = list(arrays)
+        return self.compiled(*arrays)
+
+
+def inference(model: str, batch: int):
+    """(compiled graph, its input arrays) of a bench model's inference."""
+    import megtrace as mge
+    import nets
+    from megtrace.jit import trace
+    net = nets.build(model)
+    x = np.random.RandomState(0).standard_normal(
+        nets.MODELS[model].shape(batch)).astype("float32")
+
+    @trace(symbolic=True, capture_as_const=True)
+    def infer(data):
+        return net(data)
+
+    infer(mge.tensor(x))
+    return next(iter(infer._entries.values())).compiled[1], [x]
+
+
+def training_step(batch: int, image: int):
+    """(compiled graph, its input arrays) of bench_training.py's traced step."""
+    import bench_training
+    run = bench_training.traced_step("megtrace", batch, image)
+    run()
+    run()
+    entry = next(iter(run.traced._entries.values()))
+    graph, compiled = entry.compiled
+    entry.compiled = (graph, _Capture(compiled))
+    run()
+    arrays = entry.compiled[1].arrays
+    entry.compiled = (graph, compiled)
+    return compiled, arrays
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="encoder")
-    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=None, help="default 1 (32 with --train)")
+    ap.add_argument("--train", type=int, default=None, metavar="IMAGE",
+                    help="profile the ResNet-18 training step on IMAGE x IMAGE inputs")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -44,26 +92,20 @@ def main() -> None:
                     help="min is steadier on a machine other processes load")
     args = ap.parse_args()
 
-    import megtrace as mge
-    import nets
-    from megtrace.jit import trace
     from megtrace.relay_bridge.profile import profile_run
-    net = nets.build(args.model)
-    x = np.random.RandomState(0).standard_normal(
-        nets.MODELS[args.model].shape(args.batch)).astype("float32")
-
-    @trace(symbolic=True, capture_as_const=True)
-    def infer(data):
-        return net(data)
-
-    infer(mge.tensor(x))
-    compiled = next(iter(infer._entries.values())).compiled[1]
+    if args.train is not None:
+        args.batch = args.batch or 32
+        args.model = f"resnet18 training step {args.train}x{args.train},"
+        compiled, arrays = training_step(args.batch, args.train)
+    else:
+        args.batch = args.batch or 1
+        compiled, arrays = inference(args.model, args.batch)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     for _ in range(3):
-        profile_run(compiled, [x], clock)
+        profile_run(compiled, arrays, clock)
     runs = []
     for _ in range(args.runs):
-        runs.append(kernel_times(profile_run(compiled, [x], clock)[1]))
+        runs.append(kernel_times(profile_run(compiled, arrays, clock)[1]))
     names = runs[0].keys()
     stat = statistics.median if args.stat == "median" else min
     med = {n: stat(r[n][0] for r in runs) for n in names}

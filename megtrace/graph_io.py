@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import dtype as _dt
-
 from .errors import (FormatError, MegtraceError, ShapeError, UnsupportedModelError,
                      UnsupportedOpError)
+from .dtype import QuantParam
 from .ir import Graph, TensorType
 from .tensor import Tensor
 
@@ -112,13 +111,9 @@ class LoadedGraph:
                 raise ValueError(f"missing input {info.name!r}")
             value = feed[info.name]
             arr = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-            if isinstance(info.dtype, _dt.QuantParam):    # MegEngine's quantized dtypes
-                got = _dt.QuantParam.of(arr.dtype)      # (files hold float32 scales)
-                if got is None or (got.name, got.zero_point, np.float32(got.scale)) != \
-                        (info.dtype.name, info.dtype.zero_point, np.float32(info.dtype.scale)):
-                    raise ValueError(f"input {info.name!r}: expected quantized dtype "
-                                     f"{info.dtype}, got {arr.dtype}")
-            elif arr.dtype != np.dtype(info.dtype):
+            want = info.dtype.np_dtype() if isinstance(info.dtype, QuantParam) else \
+                np.dtype(info.dtype)
+            if arr.dtype != want or _quant_of(arr.dtype) != _quant_of(want):
                 raise ValueError(f"input {info.name!r}: expected dtype {info.dtype}, got "
                                  f"{arr.dtype}")
             if arr.ndim != len(info.shape):
@@ -245,6 +240,15 @@ class LoadedGraph:
 
     def _repr_html_(self) -> str | None:
         return None if self.graph is None else self.graph._repr_html_()
+
+
+def _quant_of(dtype: np.dtype):
+    """A quantized dtype's name and parameters, the scale as the file's float32 holds it
+    (NumPy compares dtypes without their metadata)."""
+    meta = (dtype.metadata or {}).get("mgb_dtype")
+    if meta is None:
+        return None
+    return (meta.get("name"), np.float32(meta.get("scale", 0.0)), meta.get("zero_point", 0))
 
 
 # The largest value a loaded model may compute: a file of a few bytes can ask for a

@@ -344,3 +344,30 @@ def test_symbolic_shape_switch():
     finally:
         set_symbolic_shape(old)
     assert act.shape == act.partial_shape == (2, 4, 4, 4)
+
+
+def test_quantized_input_survives_network_and_load():
+    """A model with a qint8 input: Network keeps the input's quantized dtype, and
+    load_graph takes an input of that dtype (and refuses one of another scale)."""
+    import megtrace.core.tensor.dtype as qd
+    from megtrace import Tensor, load_graph
+    from megtrace.jit import trace
+    dq = qd.qint8(0.25)
+
+    @trace(symbolic=True, capture_as_const=True)
+    def fwd(x):
+        return x.astype("float32") * 2
+
+    raw = np.array([[-8, 3], [5, 127]], np.int8)
+    x = Tensor(raw.astype(dq), dtype=dq)
+    fwd(x)
+    f = io.BytesIO()
+    fwd.dump(f, arg_names=["x"], output_names=["y"], optimize_for_inference=False)
+    net = Network.load(io.BytesIO(f.getvalue()))
+    (inp,) = net.input_vars
+    assert inp.dtype.metadata["mgb_dtype"]["name"] == "QuantizedS8"
+    model = load_graph(io.BytesIO(dumped(net)))
+    out = model.run(x=raw.astype(dq))["y"]
+    np.testing.assert_allclose(out, raw.astype(np.float32) * 0.25 * 2)
+    with pytest.raises(ValueError, match="expected dtype"):
+        model.run(x=raw.astype(qd.qint8(0.5)))

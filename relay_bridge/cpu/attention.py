@@ -5,9 +5,11 @@ it in four passes and p @ v reads it again, each a separate parallel kernel, and
 are first copied out of the QKV projection by transpose and slice kernels. Here, per
 (batch, head) the kernel packs k^T once (t/nr, d, nr), then for every block of MR query
 rows computes the MR x t scores with the packed-GEMM register tile, their row max, exp
-and sum (16 lane partials, as rowwise.py) and the MR x dv output, all in L1; the
-division by the row sum rides on the output tile. q, k and v are read through strided
-views of their bases (views.py), so the transposes and slices are never computed.
+and sum (16 lane partials, as rowwise.py), scales them by one reciprocal per row and
+computes the MR x dv output, all in L1. q, k and v are read through strided views of
+their bases (views.py), so the transposes and slices are never computed; with
+`heads_last` the output is written (b, s, h, dv), as multi-head attention merges heads.
+Each row block also prefetches part of the next head's rows (at batch 8 they are in L3).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from .epilogue import Epilogue
 from .layout import ceil_div
 from .primfunc import (inner_loops, parallel_if, prepend_in_loop, read_sources,
                        scheduled_func, vectorize_inner)
-from .rowwise import LANES, _row_reduce
+from .rowwise import LANES, row_reduce
 from .views import StridedView
 
 MR = 8
@@ -87,7 +89,8 @@ def _tile(n: int) -> int:
 
 def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None = None,
               heads_last: bool = False):
-    """Scheduled PrimFunc (*flat bases, *epilogue vectors (dv,), out (prod(batch), s, dv)).
+    """Scheduled PrimFunc (*flat bases, *epilogue vectors (dv,), out): out is (prod(batch),
+    s, dv), or (prod(batch) / h, s, h, dv) with `heads_last` (h: the last batch axis).
     `scores`: scalar-only steps on q @ k^T before the softmax (the 1/sqrt(d) scale)."""
     te, t = tvm().te, tvm().tirx
     epilogue = epilogue or Epilogue()
@@ -118,10 +121,10 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         name="score")
     scaled = te.compute((nb, sp, tk), lambda bb, i, j: scores.apply(
         score[bb, i, j], None, None), name="scaled")
-    peak = _row_reduce(lambda bb, i, j: scaled[bb, i, j], [nb, sp], tk, "max", "att_max")
+    peak = row_reduce(lambda bb, i, j: scaled[bb, i, j], [nb, sp], tk, "max", "att_max")
     prob = te.compute((nb, sp, tk), lambda bb, i, j: fast_math.fast_exp(
         scaled[bb, i, j] - peak[bb, i]), name="att_exp")
-    total = _row_reduce(lambda bb, i, j: prob[bb, i, j], [nb, sp], tk, "sum", "att_sum")
+    total = row_reduce(lambda bb, i, j: prob[bb, i, j], [nb, sp], tk, "sum", "att_sum")
     inv = te.compute((nb, sp), lambda bb, i: t.const(1.0, "float32") / total[bb, i],
                      name="att_inv")       # one division per row, not per probability
     norm = te.compute((nb, sp, tk), lambda bb, i, j: prob[bb, i, j] * inv[bb, i],

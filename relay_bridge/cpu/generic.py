@@ -13,6 +13,8 @@ After legalization and fusion it inlines what it can, then per remaining block:
   column sum), that axis moves inside the reduction loops and is vectorised; short
   windows (3x3 pooling, NCHW depthwise) are left to LLVM, which unrolls the window and
   vectorises along W better (measured 91 vs 143 us on a 144-channel 56x56 depthwise).
+  A long reduction whose innermost reduction axis is the unit-stride one (BatchNorm's
+  statistics over N, H, W in NCHW) keeps a vector of partial sums (rfactor).
 
 A block is inlined only into a single consumer (softmax's exp feeds two: inlining it
 doubled the exps), and a producer whose output is larger than its inputs (a zero pad,
@@ -141,6 +143,8 @@ def _reduction(sch: Any, info: Any) -> bool:
     window = _work([_const(it.dom) or 0 for it in info.iters if it.kind == "R"])
     if window > SMALL_WINDOW and _contiguous_innermost(sch.get(info.block_rv), last.var):
         width = next((v for v in VECTOR_WIDTHS if (_const(last.dom) or 1) % v == 0), None)
+    if width is None and window > SMALL_WINDOW and _partial_sums(sch, info, spatial):
+        return True
     outer = [it.loop_rv for it in spatial[:-1]]
     if width is not None:           # (parallel outer, last/width, reduction, width)
         so, inner = sch.split(last.loop_rv, [None, width])
@@ -152,6 +156,31 @@ def _reduction(sch: Any, info: Any) -> bool:
         if not outer:
             outer = [last.loop_rv]
     sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
+    return True
+
+
+def _partial_sums(sch: Any, info: Any, spatial: list) -> bool:
+    """A reduction whose innermost reduction axis is the inputs' unit-stride one (a
+    BatchNorm statistic of NCHW over N, H, W; its output's channels are strided): that
+    axis is split by a vector width and rfactored, so each output accumulates `width`
+    partial sums in one vector register over the window (~4.5x a scalar chain on a
+    32x64x32x32 mean), then adds them up. False (nothing changed) when it does not fit."""
+    reduce = [it for it in info.iters if it.kind == "R"]
+    inner = reduce[-1]
+    width = next((v for v in VECTOR_WIDTHS if (_const(inner.dom) or 1) % v == 0), None)
+    if width is None or not _contiguous_innermost(sch.get(info.block_rv), inner.var):
+        return False
+    sch.reorder(*[it.loop_rv for it in spatial], *[it.loop_rv for it in reduce])
+    _, lanes = sch.split(inner.loop_rv, [None, width])
+    partial = sch.rfactor(lanes, 0)
+    loops = sch.get_loops(partial)
+    outer = loops[:len(spatial)]
+    par = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+    sch.parallel(par)
+    sch.reverse_compute_at(info.block_rv, par)     # the partial sums' total, per output
+    loops = sch.get_loops(partial)
+    sch.vectorize(loops[-1])
+    sch.decompose_reduction(partial, loops[1])
     return True
 
 

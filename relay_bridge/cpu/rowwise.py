@@ -22,7 +22,7 @@ def lane_reducible(shape, axis: int) -> bool:
         and int(getattr(k, "value", k)) % LANES == 0
 
 
-def _row_reduce(value, lead, k: int, how: str, name: str):
+def row_reduce(value, lead, k: int, how: str, name: str):
     """reduce(value(*lead_index, j) for j < k) per leading index, as lane partials then
     a 16-wide reduction; `how` is "sum" or "max"."""
     te = tvm().te
@@ -38,9 +38,9 @@ def softmax_last(x):
     """softmax over the last axis (its length a multiple of 16), fast_math's exp."""
     te = tvm().te
     lead, k = list(x.shape[:-1]), int(x.shape[-1])
-    peak = _row_reduce(lambda *i: x(*i), lead, k, "max", "sm_max")
+    peak = row_reduce(lambda *i: x(*i), lead, k, "max", "sm_max")
     e = te.compute(x.shape, lambda *i: fast_math.fast_exp(x(*i) - peak(*i[:-1])), name="sm_exp")
-    total = _row_reduce(lambda *i: e(*i), lead, k, "sum", "sm_sum")
+    total = row_reduce(lambda *i: e(*i), lead, k, "sum", "sm_sum")
     return te.compute(x.shape, lambda *i: e(*i) / total(*i[:-1]), name="sm_norm")
 
 
@@ -50,9 +50,9 @@ def layer_norm_last(x, gamma, beta, eps: float):
     te, t = tvm().te, tvm().tirx
     lead, k = list(x.shape[:-1]), int(x.shape[-1])
     inv_k = t.const(1.0 / k, "float32")
-    total = _row_reduce(lambda *i: x(*i), lead, k, "sum", "ln_sum")
+    total = row_reduce(lambda *i: x(*i), lead, k, "sum", "ln_sum")
     mean = te.compute(tuple(lead), lambda *i: total(*i) * inv_k, name="ln_mean")
-    sq = _row_reduce(lambda *i: (x(*i) - mean(*i[:-1])) * (x(*i) - mean(*i[:-1])),
+    sq = row_reduce(lambda *i: (x(*i) - mean(*i[:-1])) * (x(*i) - mean(*i[:-1])),
                      lead, k, "sum", "ln_sq")
     scale = te.compute(tuple(lead), lambda *i: t.rsqrt(sq(*i) * inv_k
                                                        + t.const(eps, "float32")),
