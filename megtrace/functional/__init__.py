@@ -45,17 +45,18 @@ __all__.append("topk_accuracy")
 
 from . import quantized  # noqa: E402,F401  (F.quantized: inference-only quantized convolutions)
 
-from . import debug_param, tensor  # noqa: E402,F401  (MegEngine's paths of their own)
+from . import debug_param, metric, tensor, utils  # noqa: E402,F401  (MegEngine's paths of their own)
 
 # MegEngine's submodules hold these names too (`from megengine.functional.elemwise import
-# clip`); megtrace defines them elsewhere, so they are bound here, once every module is loaded.
+# clip`); megtrace defines them elsewhere, so they are bound here, once every module is loaded
+# (never a Python builtin's name: these become the module's globals).
 _ALSO_IN = {
     elemwise: ["acos", "asin", "atan", "atan2", "asinh", "acosh", "atanh", "clip", "cosh",
                "equal", "greater", "greater_equal", "left_shift", "less", "less_equal",
                "logical_and", "logical_not", "logical_or", "logical_xor", "logaddexp",
                "not_equal", "right_shift", "sinh", "tan"],
-    math: ["argsort", "dot", "matinv", "matmul", "max", "mean", "min", "norm", "normalize",
-           "prod", "sign", "sort", "std", "sum", "svd", "var"],
+    math: ["argsort", "dot", "matinv", "matmul", "mean", "norm", "normalize", "prod", "sign",
+           "sort", "std", "svd", "var"],      # max/min/sum: math.py's own __getattr__
     nn: ["gelu", "hsigmoid", "hswish", "logsigmoid", "logsumexp", "normalize", "relu6",
          "sigmoid", "silu", "softplus"],
 }

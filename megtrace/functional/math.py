@@ -2,7 +2,6 @@
 and the comparisons and logical operators."""
 from __future__ import annotations
 
-import builtins
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -10,7 +9,7 @@ import numpy as np
 from ..dispatch import apply
 from ..tensor import Tensor
 from ._convert import binary_operands, cast, require_tensor
-from .reduction import max as _max, sum as _sum
+from .reduction import max as _max, min as _min, sum as _sum
 from .tensor_ops import expand_dims, reshape, squeeze
 from .elemwise import add, exp, log, maximum, minimum, sub
 from .elemwise_extra import isinf, isnan
@@ -51,8 +50,7 @@ def topk(inp: Tensor, k: int, descending: bool = True, kth_only: bool = False,
     beyond the axis length gives the whole axis. `kth_only` gives the k-th value and the
     index of its first occurrence; `no_sort` allows any order (here they come sorted)."""
     x = require_tensor("topk", inp)
-    # builtins.min: functional/__init__.py also makes F.min an attribute of this module
-    k = builtins.min(int(k), x.shape[-1]) if x.ndim else int(k)
+    k = min(int(k), x.shape[-1]) if x.ndim else int(k)
     rows = expand_dims(x, 0) if x.ndim == 1 else x
     if kth_only:
         kth = apply("kth_value", rows, k=k, descending=bool(descending))
@@ -149,3 +147,14 @@ def _check_non_finite(inps, scale: float = 1.0) -> Tensor:
     for t, scaled in [(t, t * scale) for t in inps]:
         t._reset(scaled)
     return flag if flag is not None else Tensor(np.int32(0))
+
+
+# MegEngine's functional.math holds max, min and sum too. They are attributes only (PEP 562),
+# never globals of this module, whose code means Python's builtins by those names.
+_REDUCTIONS = {"max": _max, "min": _min, "sum": _sum}
+
+
+def __getattr__(name: str):
+    if name in _REDUCTIONS:
+        return _REDUCTIONS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

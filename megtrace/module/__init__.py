@@ -35,5 +35,6 @@ __all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BatchMatMulAc
 
 # MegEngine's module paths of their own (`megengine.module.linear`, ...): each names where
 # megtrace keeps the classes
-from . import (adaptive_pooling, conv_transpose_bn, dropout, embedding, identity,  # noqa: E402,F401
-               linear, linear_bn, pooling, sequential)
+from . import (adaptive_pooling, conv_transpose_bn, deformable_psroi_pooling,  # noqa: E402,F401
+               dropout, embedding, identity, linear, linear_bn, lrn, padding, pixel_shuffle,
+               pooling, sequential, sliding_window)

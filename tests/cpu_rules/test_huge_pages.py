@@ -35,3 +35,29 @@ def test_a_model_with_a_large_dense_weight_matches_numpy(rng):
     assert cg.rules == ["dense"]
     want = a.astype(np.float64) @ w.T.astype(np.float64)
     assert np.abs(cg(a)[0] - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_large_conv_weights_direct_and_winograd_match_numpy(rng, monkeypatch):
+    """Conv weights >= 2 MB (packed for the direct rule, transformed for Winograd) live
+    in huge pages too; both rules still compute the convolution."""
+    from megtrace.ir import Graph, TensorType
+    from megtrace.ops import get
+    from megtrace.relay_bridge import compile_graph
+    from megtrace.relay_bridge.cpu import winograd
+    c = 256                                  # 3x3 weight 2.4 MB; Winograd's 9.4 MB
+    x = rng.standard_normal((1, c, 5, 5)).astype(np.float32)
+    w = (rng.standard_normal((c, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    eye = np.eye(c, dtype=np.float32).reshape(c, c, 1, 1)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("nchw,oc->nohw", xp[:, :, a:a + 5, b:b + 5], w[:, :, a, b])
+               for a in range(3) for b in range(3))
+    for mode, rule in (("all", "winograd"), ("0", "conv")):
+        monkeypatch.setenv(winograd.ENV, mode)
+        g = Graph()
+        xv = g.add_input(TensorType.of(x), "x")
+        y0 = g.add_node(get("conv2d"), [xv, g.add_const(eye)], {})[0]   # blocked input
+        y = g.add_node(get("conv2d"), [y0, g.add_const(w)], {"padding": (1, 1)})[0]
+        g.set_outputs([y], ["y"])
+        cg = compile_graph(g, rules=True)
+        assert cg.rules == ["conv", rule]
+        assert np.abs(cg(x)[0] - want).max() <= 1e-4 * np.abs(want).max()
