@@ -308,6 +308,10 @@ def _conv_transpose(g, opr, ins, _):
               "dilation": tuple(f.get(f"dilate_{a}", 1) for a in axes),
               "output_padding": (0,) * nd}
     w, x = ins[0], ins[1]
+    if x.type.quant is not None and nd == 2 and len(ins) == 2:    # quantized deconvolution
+        dtype = quantized_spec(opr.output_dtype) if opr.output_dtype is not None else None
+        return list(g.add_node(get("quantized_conv_transpose"), [x, w],
+                               {**params, "dtype": dtype}, _hint(opr)))
     op = get(f"conv_transpose{nd}d")
     if len(ins) == 3:           # the output size is the third input's
         natural = op.infer(x.type, w.type, **params).shape[2:]

@@ -16,7 +16,11 @@ import megtrace.functional as F
 import megtrace.module as M
 from megtrace.autodiff import GradManager
 from megtrace.fbs.reader import read_model
+from megtrace.ir import Graph, TensorType
 from megtrace.jit import trace
+from megtrace.ops import get
+from relay_bridge.lift import lift
+from relay_bridge.lower import to_relax
 
 DATA = Path(__file__).parent / "data"
 GOLD = np.load(DATA / "megengine_norm_extras.npz")
@@ -218,3 +222,20 @@ def test_group_and_instance_norm_need_nchw():
         F.nn.local_response_norm(x3)
     with pytest.raises(ValueError, match="odd"):
         F.nn.local_response_norm(T(np.zeros((1, 4, 2, 2), np.float32)), 4)
+
+
+@pytest.mark.parametrize("shape,axes,want", [((2, 3, 4, 5), (1, 3), "general_norm"),
+                                             ((4, 3, 2), (0, 1), "general_norm"),
+                                             ((2, 3, 4, 5), (2, 4), "layer_norm")])
+def test_relax_layer_norm_lifts_back_to_the_right_op(shape, axes, want):
+    """optimize_for_inference lifts TVM's nn.layer_norm back: trailing axes are layer_norm,
+    any other run of axes general_norm (never a layer_norm over the wrong axes)."""
+    g = Graph()
+    x = g.add_input(TensorType(shape, "float32"), "x")
+    wshape = shape[axes[0]:axes[1]]
+    w, b = (g.add_input(TensorType(wshape, "float32"), n) for n in ("w", "b"))
+    (y,) = g.add_node(get("general_norm"), [x, w, b],
+                      {"eps": 1e-5, "axis_start": axes[0], "axis_end": axes[1]})
+    g.set_outputs([y], ["y"])
+    (node,) = lift(to_relax(g), ["x", "w", "b"], ["y"]).nodes
+    assert node.op.name == want

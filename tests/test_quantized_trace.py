@@ -280,12 +280,30 @@ def test_conv_of_mixed_quantized_kinds_is_refused():
         f(mge.tensor(x))
 
 
-def test_quantized_convolutions_not_traced_yet_say_so():
-    """batch_conv_bias_activation and quantized conv_transpose2d run eagerly only."""
-    x = _q("tconv_x", D.qint8(0.05))
-    w = _q("tconv_w", D.qint8(0.04))
-    t = trace(lambda x: F.quantized.conv_transpose2d(x, w, dtype=D.qint8(0.05)),
+def test_batch_conv_bias_not_traced_yet_says_so():
+    """batch_conv_bias_activation runs eagerly only."""
+    x, w = _q("bconv_x", D.qint8(0.04)), _q("bconv_w", D.qint8(0.01))
+    b = _q("bconv_b", D.qint32(0.0004))
+    t = trace(lambda x: F.quantized.batch_conv_bias_activation(x, w, b, dtype=D.qint8(0.02)),
               symbolic=True)
-    with pytest.raises(NotImplementedError, match="conv_transpose2d on quantized dtypes "
-                                                  "runs eagerly only"):
+    with pytest.raises(NotImplementedError, match="batch_conv_bias_activation on quantized "
+                                                  "dtypes runs eagerly only"):
         t(x)
+
+
+def test_traced_quantized_conv_transpose_gives_megengine_integers(tmp_path):
+    """ConvolutionBackwardData on qint8: compiled equal to real MegEngine's integers,
+    written with its quantized output dtype and read back."""
+    x, w = _q("tconv_x", D.qint8(0.05)), _q("tconv_w", D.qint8(0.04))
+
+    def f(x):
+        return F.quantized.conv_transpose2d(x, w, dtype=D.qint8(0.05), stride=(2, 1),
+                                            padding=(1, 0))
+    got = _traced_equals_eager(f, x)
+    np.testing.assert_array_equal(raw(got), QGOLD["tconv_y"])
+    t = trace(f, symbolic=True, capture_as_const=True)
+    t(x)
+    t.dump(str(tmp_path / "deconv.mge"), arg_names=["x"], output_names=["y"])
+    model = mge.load_graph(tmp_path / "deconv.mge")
+    assert [n.op.name for n in model.graph.nodes] == ["quantized_conv_transpose"]
+    np.testing.assert_array_equal(raw(model(x=x.numpy()).numpy()), QGOLD["tconv_y"])

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..dispatch import active_recorder, apply
 from ..ops import quantized_eager as Q
-from ..ops.conv import conv_nd_eager, conv_transpose_nd_eager
+from ..ops.conv import conv_nd_eager
 from ..ops.quantized import spec
 from ..tensor import Tensor
 
@@ -38,7 +38,8 @@ def _quantized_tensor(fn: str, what: str, t: Tensor) -> Tensor:
 def _quantized_value(fn: str, what: str, t: Tensor) -> np.ndarray:
     if active_recorder() is not None:
         raise NotImplementedError(f"{fn} on quantized dtypes runs eagerly only; megtrace "
-                                  "traces F.quantized.conv_bias_activation")
+                                  "traces F.quantized.conv_bias_activation and "
+                                  "conv_transpose2d")
     if not isinstance(t, Tensor):
         raise TypeError(f"{fn}: {what} must be a Tensor; got {type(t).__name__}")
     arr = t.numpy()
@@ -127,15 +128,16 @@ def conv_transpose2d(inp: Tensor, weight: Tensor, bias: Tensor = None, dtype=Non
                      dilation: IntPair = 1, groups: int = 1, conv_mode="cross_correlation",
                      compute_mode="default") -> Tensor:
     """Quantized transposed convolution (MegEngine's ConvolutionBackwardData on qint8):
-    weight (IC, OC, KH, KW), int32 accumulation, converted to `dtype`."""
+    weight (IC, OC, KH, KW), int32 accumulation, converted to `dtype` (the
+    quantized_conv_transpose op: eager, traced and dumped)."""
     fn = "conv_transpose2d"
     _check_modes(fn, conv_mode, compute_mode)
     if groups != 1:
         raise NotImplementedError("group quantized transposed conv2d is not supported yet.")
     if bias is not None:
         raise NotImplementedError("bias of quantized transposed conv2d is not supported yet.")
-    x = _quantized_value(fn, "inp", inp)
-    w = _quantized_value(fn, "weight", weight)
+    x = _quantized_tensor(fn, "inp", inp)
+    w = _quantized_tensor(fn, "weight", weight)
     if x.ndim != 4 or w.ndim != 4 or w.shape[0] != x.shape[1]:
         raise ValueError(f"{fn}: inp (N, IC, H, W) and weight (IC, OC, KH, KW) do not "
                          f"match: {x.shape} vs {w.shape}")
@@ -143,8 +145,7 @@ def conv_transpose2d(inp: Tensor, weight: Tensor, bias: Tensor = None, dtype=Non
     op = _pair("output_padding", output_padding)
     if op[0] >= s[0] or op[1] >= s[1]:
         raise ValueError("output_padding must be less than stride")
-    acc = conv_transpose_nd_eager(_centered(x), _centered(w)[None], s,
-                                  _pair("padding", padding), op,
-                                  _pair("dilation", dilation, True))
-    out = Q.conv_bias(acc, None, _scale_product(x, w), "identity", dtype)
-    return Tensor._wrap(out, device=inp.device)
+    return apply("quantized_conv_transpose", x, w, stride=s,
+                 padding=_pair("padding", padding), output_padding=op,
+                 dilation=_pair("dilation", dilation, True),
+                 dtype=None if dtype is None else spec(dtype))

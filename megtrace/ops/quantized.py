@@ -1,6 +1,7 @@
 """The operators that take MegEngine's quantized dtypes themselves: TypeCvt to and from
 them (`quantized_astype`), ConvBias (`quantized_conv_bias`, F.quantized's
-conv_bias_activation) and ElemwiseMultiType's quantized modes (`quantized_elemwise`).
+conv_bias_activation), ConvolutionBackwardData (`quantized_conv_transpose`, F.quantized's
+conv_transpose2d) and ElemwiseMultiType's quantized modes (`quantized_elemwise`).
 
 A quantized dtype travels in params as a tuple (MegEngine's name, scale, zero point),
 a plain dtype as its name (`spec`/`param_of`). The eager arithmetic is
@@ -19,7 +20,7 @@ from ..dtype import QuantParam
 from ..errors import DTypeError, ShapeError, UnsupportedOpError
 from ..ir import TensorType
 from . import quantized_eager as Q
-from .conv import conv_nd_eager
+from .conv import _transpose_geometry, conv_nd_eager, conv_transpose_nd_eager
 from .quantized_lower import lower_centered, lower_dequantize, lower_quantize
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 
@@ -318,3 +319,67 @@ register(OpDef("quantized_elemwise", eager=_emt_eager, infer=_emt_infer, lower=_
                params={"mode": "qadd", "dtype": None}, mge=MgeComposite(_emt_emit),
                mge_read={"ElemwiseMultiType": _read_emt}, vjp=NOT_DIFFERENTIABLE,
                quantized=True))
+
+
+# -- quantized_conv_transpose: ConvolutionBackwardData on quantized values --------------
+_DECONV_PARAMS = {"stride": (1, 1), "padding": (0, 0), "output_padding": (0, 0),
+                  "dilation": (1, 1), "dtype": None}
+
+
+def _deconv_infer(x, w, *, stride, padding, output_padding, dilation, dtype):
+    op = "quantized_conv_transpose"
+    if x.quant is None or w.quant is None or x.quant.name != w.quant.name:
+        raise DTypeError(f"{op}: input and weight must have the same quantized dtype kind; "
+                         f"got {x} and {w}")
+    if w.ndim != 4:
+        raise ShapeError(f"{op}: weight must be 4-d (IC, OC, KH, KW); got {w}")
+    _, ocg, out = _transpose_geometry(op, 2, x, w, stride, padding, output_padding, dilation)
+    shape = (x.shape[0], ocg) + tuple(out)
+    if dtype is None:
+        return TensorType(shape, "int32", QuantParam("QuantizedS32",
+                                                     _acc_scale(x.quant, w.quant)))
+    return _type(shape, dtype)
+
+
+def _deconv_eager(x, w, *, stride, padding, output_padding, dilation, dtype):
+    acc = conv_transpose_nd_eager(_centered(x), _centered(w)[None], tuple(stride),
+                                  tuple(padding), tuple(output_padding), tuple(dilation))
+    scale = _acc_scale(QuantParam.of(x.dtype), QuantParam.of(w.dtype))
+    return Q.conv_bias(acc, None, scale, "identity",
+                       None if dtype is None else _np_dtype(dtype))
+
+
+def _deconv_lower(L, x, w, *, stride, padding, output_padding, dilation, dtype):
+    R = L.R
+    tx, tw = L.types
+    acc = R.nn.conv2d_transpose(lower_centered(L, x, tx.quant), lower_centered(L, w, tw.quant),
+                                strides=tuple(stride), padding=tuple(padding),
+                                output_padding=tuple(output_padding),
+                                dilation=tuple(dilation), out_dtype="int32")
+    if dtype is None:
+        return acc
+    acc_q = QuantParam("QuantizedS32", _acc_scale(tx.quant, tw.quant))
+    out = param_of(dtype)
+    v = lower_dequantize(L, acc, acc_q)
+    return lower_quantize(L, v, out) if out is not None else R.astype(v, dtype)
+
+
+DECONV = MgeOpr("ConvolutionBackwardData", "Convolution", extra=(("ExecutionPolicy", {}),))
+
+
+def _deconv_emit(em, types, p, inputs):
+    """MegEngine's input order (weight, input), the output dtype in the opr config."""
+    if any(p["output_padding"]):
+        raise UnsupportedOpError("quantized_conv_transpose: output_padding cannot be written "
+                                 "yet (MegEngine takes the output shape as a third input)")
+    out = _deconv_infer(*types, **p)
+    fields = {"sparse": "DENSE", "pad_h": p["padding"][0], "pad_w": p["padding"][1],
+              "stride_h": p["stride"][0], "stride_w": p["stride"][1],
+              "dilate_h": p["dilation"][0], "dilate_w": p["dilation"][1]}
+    return em.opr(DECONV, fields, [inputs[1], inputs[0]],
+                  output_dtype=_dt.file_dtype(out.np_dtype))
+
+
+register(OpDef("quantized_conv_transpose", eager=_deconv_eager, infer=_deconv_infer,
+               lower=_deconv_lower, params=_DECONV_PARAMS, mge=MgeComposite(_deconv_emit),
+               vjp=NOT_DIFFERENTIABLE, quantized=True))

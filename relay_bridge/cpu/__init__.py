@@ -16,7 +16,7 @@ measurements behind them):
 - attention.py softmax(q @ k^T) @ v as one kernel per head and row block
                (MEGTRACE_FUSED_ATTENTION=0: three kernels)
 - views.py     reshape / transpose / slice chains read as strides (no copy kernels)
-- huge_pages.py  packed dense weights >= 2 MB in transparent huge pages
+- huge_pages.py  packed dense / conv weights >= 2 MB in transparent huge pages
 - pool.py      pooling and global reductions on NCHW16c
 - epilogue.py  bias / batch norm / activation / residual fused into the kernels
 - layout.py    NCHW16c and weight packing

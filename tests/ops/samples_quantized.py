@@ -131,3 +131,31 @@ for _mode in sorted(_EMT):
     SAMPLES.append(Sample("quantized_elemwise",
                           _maker(_quantized(Q8, 3, 5), _quantized(Q8B, 3, 5)),
                           {"mode": _mode, "dtype": _spec(D.qint8(0.5))}, _emt_ref, tag=_mode))
+
+
+def _deconv_ref(x, w, *, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
+                dilation=(1, 1), dtype=None):
+    """Each input pixel adds its weighted kernel into the output (loops, float64)."""
+    xs, ws = _stored(x), _stored(w)
+    n, ic, h, wd = xs.shape
+    oc, kh, kw = ws.shape[1:]
+    full = np.zeros((n, oc, (h - 1) * stride[0] + dilation[0] * (kh - 1) + 1 + output_padding[0],
+                     (wd - 1) * stride[1] + dilation[1] * (kw - 1) + 1 + output_padding[1]))
+    for i in range(h):
+        for j in range(wd):
+            for a in range(kh):
+                for b in range(kw):
+                    full[:, :, i * stride[0] + a * dilation[0], j * stride[1] + b * dilation[1]] \
+                        += xs[:, :, i, j] @ ws[:, :, a, b]
+    acc = full[:, :, padding[0]:full.shape[2] - padding[0], padding[1]:full.shape[3] - padding[1]]
+    scale = _meta(x.dtype)[1] * _meta(w.dtype)[1]
+    name, out_scale, zp = dtype
+    lo, hi = _RANGES[name]
+    q = [min(max(_c_round(float(v) * scale / out_scale) + zp, lo), hi) for v in acc.ravel()]
+    return np.array(q).reshape(acc.shape)
+
+
+SAMPLES.append(Sample("quantized_conv_transpose",
+                      _maker(_quantized(Q8, 2, 4, 5, 6), _quantized(D.qint8(0.5), 4, 3, 3, 2)),
+                      {"stride": (2, 1), "padding": (1, 0), "dtype": _spec(D.qint8(2.0))},
+                      _deconv_ref))
