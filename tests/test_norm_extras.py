@@ -239,3 +239,17 @@ def test_relax_layer_norm_lifts_back_to_the_right_op(shape, axes, want):
     g.set_outputs([y], ["y"])
     (node,) = lift(to_relax(g), ["x", "w", "b"], ["y"]).nodes
     assert node.op.name == want
+
+
+def test_group_norm_functional_runs_in_float32_under_autocast():
+    """MegEngine's norm_rule casts GroupNorm's inputs (data, weight, bias) to float32."""
+    x = GOLD["group_norm/in0"]
+    w, b = (GOLD[f"group_norm/in{i}"] for i in (1, 2))
+    with mge.amp.autocast():
+        y = F.nn.group_norm(T(x.astype(np.float16)), 3, True, T(w.astype(np.float16)),
+                            T(b.astype(np.float16)))
+    assert y.dtype == np.float32
+    want = F.nn.group_norm(T(x.astype(np.float16).astype(np.float32)), 3, True,
+                           T(w.astype(np.float16).astype(np.float32)),
+                           T(b.astype(np.float16).astype(np.float32)))
+    assert rel_err(y.numpy(), want.numpy()) <= 1e-6

@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..core.tensor import amp as _amp
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..logger import get_logger
@@ -59,7 +60,11 @@ def _grouped(name: str, inp: Tensor, groups: int, affine: bool, weight, bias,
 def group_norm(inp: Tensor, num_groups: int, affine: bool, weight: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """Normalize an NCHW input within `num_groups` channel groups per sample (biased
-    variance), then scale/shift per channel when `affine`."""
+    variance), then scale/shift per channel when `affine`. Under amp autocast every input
+    runs in the high precision (MegEngine's dtype-promote norm_rule for GroupNorm)."""
+    if _amp._autocast:
+        inp, weight, bias = (None if t is None else require_tensor("group_norm", t)
+                             .astype(_amp._high_prec_dtype) for t in (inp, weight, bias))
     return _grouped("group_norm", inp, int(num_groups), affine, weight, bias, eps)
 
 

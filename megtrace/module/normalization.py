@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import functional as F
-from ..core.tensor import amp as _amp
 from ..tensor import Parameter
 from .init import ones_, zeros_
 from .module import Module
@@ -44,8 +43,6 @@ class GroupNorm(Module):
             zeros_(self.bias)
 
     def forward(self, x):
-        if _amp._autocast:     # MegEngine's GroupNorm runs in the high precision under amp
-            x = x.astype(_amp._high_prec_dtype)
         return F.nn.group_norm(x, self.num_groups, self.affine, self.weight, self.bias, self.eps)
 
     def _module_info_string(self) -> str:
