@@ -389,3 +389,18 @@ def test_varnode_values_from_constants_as_megengine_infers_them():
     z = net.make_input_node((2, 3), "float32", name="data") + y
     with pytest.raises(TraceError, match="depends on its inputs"):
         z.numpy()
+
+
+def test_ellipsis_on_a_value_shaped_varnode_is_refused_as_megengine_does():
+    """After CondTake a Network value has no static shape, so Ellipsis cannot be expanded
+    (MegEngine's IndexErrors, word for word); plain tensors are unaffected."""
+    net = Network()
+    a = net.make_const(np.arange(9, dtype="float32").reshape(3, 3))
+    picked = a[a > 4]
+    assert picked.shape_unknown and not a.shape_unknown
+    with pytest.raises(IndexError, match="^does not support Ellipsis when tensor's ndim is unknown.$"):
+        picked[...]
+    mask = a > 4
+    with pytest.raises(IndexError, match="^does not support bool index with unknown shape"):
+        picked[..., mask[mask]]
+    np.testing.assert_array_equal(a[..., 1].numpy(), [1, 4, 7])

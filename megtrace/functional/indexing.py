@@ -74,7 +74,15 @@ def _convert(item):
                      "integers, slices, None, Ellipsis, integer or boolean tensors are valid")
 
 
-def _expand_ellipsis(items: list, ndim: int) -> list:
+def _expand_ellipsis(items: list, x: Tensor) -> list:
+    ndim = x.ndim
+    if any(i is Ellipsis for i in items):
+        # a Network VarNode after CondTake has no static shape (MegEngine's wording)
+        if any(_is_mask(i) and getattr(i, "shape_unknown", False) for i in items):
+            raise IndexError("does not support bool index with unknown shape when using "
+                             "Ellipsis.")
+        if getattr(x, "shape_unknown", False):
+            raise IndexError("does not support Ellipsis when tensor's ndim is unknown.")
     consumed = sum(i.ndim if _is_mask(i) else 1 for i in items
                    if i is not None and i is not Ellipsis and not isinstance(i, bool))
     if consumed > ndim:
@@ -128,7 +136,7 @@ def _merge_traced_masks(x: Tensor, index) -> tuple[Tensor, tuple, bool]:
     items = [_convert(i) for i in _as_tuple(index)]
     if not any(_traced_mask(i) for i in items):
         return x, tuple(items), False
-    items = _expand_ellipsis(items, x.ndim)
+    items = _expand_ellipsis(items, x)
     shape, axis, merged, out = list(x.shape), 0, False, []
     for item in items:
         if item is None or isinstance(item, bool):
@@ -153,7 +161,7 @@ def _merge_traced_masks(x: Tensor, index) -> tuple[Tensor, tuple, bool]:
 
 def _plan(x: Tensor, index) -> _Plan:
     items = [_convert(i) for i in _as_tuple(index)]
-    items = _expand_ellipsis(items, x.ndim)
+    items = _expand_ellipsis(items, x)
     entries, new_axes, axis = [], [], 0      # one entry per axis of x after new axes
     for item in items:
         if item is None or item is True:

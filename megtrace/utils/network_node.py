@@ -76,6 +76,22 @@ class VarNode(NetworkNode, Tensor):
         return self.partial_shape
 
     @property
+    def shape_unknown(self) -> bool:
+        """Whether MegEngine's static shape inference leaves this value's shape unknown:
+        it follows a value-shaped op (CondTake), whose result size only a run gives."""
+        seen, stack = set(), [self]
+        while stack:
+            var = stack.pop()
+            owner = var.owner
+            if owner is None or id(owner) in seen:
+                continue
+            seen.add(id(owner))
+            if owner.op is not None and owner.op.value_shaped:
+                return True
+            stack.extend(owner.inputs)
+        return False
+
+    @property
     def shape(self):
         """A VarNode of the shape with set_symbolic_shape(True), else a tuple."""
         if use_symbolic_shape():
