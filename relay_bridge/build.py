@@ -125,9 +125,10 @@ def has_empty_values(graph: Graph) -> bool:
 
 
 def has_unlowered_ops(graph: Graph) -> bool:
-    """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`):
-    such graphs run on the NumPy interpreter, like graphs with 0-size values."""
-    return any(n.op.interpreted for n in graph.nodes)
+    """Whether `graph` uses an op Relax cannot express (matinv, svd: `OpDef.interpreted`)
+    or one without a Relax lowering yet (roi_pooling, nms_keep, the deformable ops): such
+    graphs run on the NumPy interpreter, like graphs with 0-size values."""
+    return any(n.op.interpreted or n.op.lower is None for n in graph.nodes)
 
 
 def _stored(array: np.ndarray) -> np.ndarray:

@@ -616,8 +616,8 @@ _DEFORM = {sparse: MgeOpr("DeformableConvForward", "Convolution", match={"sparse
                           extra=(("ExecutionPolicy", {}),))
            for sparse in ("DENSE", "GROUP")}
 
-# No Relax lowering yet: the data-dependent bilinear gathers have no Relax op; traced
-# graphs with deformable_conv2d run eagerly-only and cannot be compiled.
+# No Relax lowering yet (the data-dependent bilinear gathers have no Relax op): traced
+# graphs with deformable_conv2d run on the NumPy interpreter.
 register(OpDef(
     "deformable_conv2d", eager=_deform_eager, infer=_deform_infer,
     params={"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)},

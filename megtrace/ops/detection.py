@@ -301,7 +301,8 @@ def _pool_read(g, opr, ins, _):
     return [*g.add_node(get("roi_pooling"), ins[:2], params), None]
 
 
-# Eager only (per-RoI bin extents depend on the RoI values); written as ROIPooling.
+# No Relax lowering (per-RoI bin extents depend on the RoI values): compiled graphs run it
+# on the NumPy interpreter. Written as ROIPooling.
 register(OpDef("roi_pooling", params={"mode": "max", "pooled": (1, 1), "scale": 1.0},
                eager=_pool_eager, infer=_pool_infer, vjp=_pool_vjp,
                mge=MgeComposite(_pool_emit), mge_read={"ROIPooling": _pool_read}))
@@ -364,7 +365,8 @@ def _nms_read(g, opr, ins, _):
     return [index, count]
 
 
-# Eager only (greedy suppression is a sequential loop); written as NMSKeep.
+# No Relax lowering (greedy suppression is a sequential loop): compiled graphs run it on
+# the NumPy interpreter. Written as NMSKeep.
 # Integer outputs: no gradient (MegEngine's NMSKeep has none either).
 register(OpDef("nms_keep", params={"iou_thresh": 0.5, "max_output": 1},
                eager=_nms_eager, infer=_nms_infer, vjp=NOT_DIFFERENTIABLE,
@@ -527,7 +529,8 @@ def _dpsroi_decode(f):
             "part_size": f["part_size"], "sample_per_part": f["sample_per_part"]}
 
 
-# Eager only: per-sample validity makes the sample count data dependent. Written as
+# No Relax lowering (per-sample validity makes the sample count data dependent): compiled
+# graphs run it on the NumPy interpreter. Written as
 # DeformablePSROIPooling (its second output, the sample count, serves the backward pass).
 register(OpDef("deformable_psroi_pooling",
                params={"no_trans": True, "part_size": 1, "pooled": (1, 1),

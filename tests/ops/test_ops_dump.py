@@ -88,9 +88,11 @@ NO_LOWERING = {
     "rng_gamma": "drawn eagerly (TVM has no gamma sampler)",
     "rng_beta": "drawn eagerly (TVM has no beta sampler)",
     "rng_poisson": "drawn eagerly (TVM has no Poisson sampler)",
-    "roi_pooling": "per-RoI bin extents depend on the RoI values (eager only)",
-    "nms_keep": "greedy suppression is a sequential loop over the boxes (eager only)",
-    "deformable_psroi_pooling": "which samples count depends on the offsets (eager only)",
+    "roi_pooling": "per-RoI bin extents depend on the RoI values; compiled graphs interpret it",
+    "nms_keep": "greedy suppression is a sequential loop over the boxes; compiled graphs "
+                "interpret it",
+    "deformable_psroi_pooling": "which samples count depends on the offsets; compiled graphs "
+                                "interpret it",
     "cond_take": "its output length depends on the mask's values; compiled graphs run it "
                  "on the NumPy interpreter (ops/dynamic_shape.py)",
 }
