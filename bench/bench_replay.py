@@ -12,6 +12,9 @@
    timed both ways megtrace/jit/overlap.py allows: the replay before the compiled run
    (the default) and the compiled run on a worker beside the replay
    (MEGTRACE_REPLAY_OVERLAP=1).
+3. per model: the replay's Python alone (the graph's results handed in), back to back
+   and right after a compiled run: a default call runs it with caches the graph's
+   weights have just flushed.
 Also prints the first call (trace + build) of each model, wall and CPU seconds (CPU
 time, all threads: on a shared machine the wall time is mostly waiting), and the load
 average around the run. Figures, not asserts.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from concurrent.futures import Future
 import statistics
 import sys
 import time
@@ -32,7 +36,9 @@ sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
 
 import megtrace as mge  # noqa: E402
 import megtrace.functional as F  # noqa: E402
+from megtrace.dispatch import recording  # noqa: E402
 from megtrace.jit import overlap, trace  # noqa: E402
+from megtrace.jit.replay import Replayer  # noqa: E402
 
 
 def alternate(calls: dict, rounds: int) -> dict[str, float]:
@@ -81,8 +87,6 @@ def traced_pair(fn, x):
 def per_op(ops: int, rounds: int) -> None:
     """A chain of F.relu on one float: the whole funnel (functional, apply, the tape
     check) per op, and the tape check (Replayer.record) alone."""
-    from megtrace.dispatch import recording
-    from megtrace.jit.replay import Replayer
     from megtrace.ops import get
 
     def chain(x):
@@ -107,6 +111,31 @@ def per_op(ops: int, rounds: int) -> None:
           f" us/op for the funnel; Replayer.record alone {r / ops * 1e6:.2f} us/op")
 
 
+def replay_alone(tr, x, rounds: int) -> tuple[float, float]:
+    """Median seconds of the replay's Python (the traced function checked against the
+    tape, the compiled run's results already given): called back to back, and each
+    time right after the compiled graph ran on this thread, as in a default call."""
+    entry = tr._last_entry
+    feeds = {var: x.numpy() for _, var in entry.args}
+    done: Future = Future()
+    done.set_result(tr._run_entry(entry, feeds))
+    _, compiled = entry.compiled
+    arrays = [feeds[v] for v in entry.compiled[0].inputs]
+
+    def replay():
+        rep = Replayer(entry, None, feeds)
+        rep.pending = done
+        (arg,) = [rep.bind_input(var) for _, var in entry.args]
+        with recording(rep):
+            out = tr.__wrapped__(arg)
+        rep.finish([out])
+
+    def graph():
+        compiled(*arrays)
+    warm = alternate({"replay": replay}, rounds * 3)["replay"]
+    return warm, alternate({"graph": graph, "replay": replay}, rounds * 3)["replay"]
+
+
 def model(name: str, rounds: int) -> None:
     if name == "demo":
         from megtrace.demo import Net
@@ -115,8 +144,12 @@ def model(name: str, rounds: int) -> None:
         from nets import MODELS, build
         net, shape = build(name), MODELS[name].shape(1)
     x = mge.tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
-    _, default, bare, seq, ovl, first, n = traced_pair(lambda x: net(x), x)
+    tr, default, bare, seq, ovl, first, n = traced_pair(lambda x: net(x), x)
 
+    warm, cold = replay_alone(tr, x, rounds)
+    print(f"{name}: the replay's Python alone (the graph's results given) {warm * 1e3:.3f} ms "
+          f"back to back, {cold * 1e3:.3f} ms right after a graph run (its weights evict "
+          f"the Python objects from the core's caches: what a default call pays)")
     t = alternate({"without_host": bare, "sequential": seq, "overlapped": ovl}, rounds)
     w, s, o = t["without_host"], t["sequential"], t["overlapped"]
     overlap.enabled = None          # what a default call does here

@@ -110,7 +110,8 @@ class Tensor:
     @property
     def dtype(self) -> np.dtype:
         if self._var is None:
-            return np.dtype(self._value.dtype if self._value is not None else None)
+            value = self._value      # an ndarray's dtype is already the np.dtype
+            return value.dtype if value is not None else np.dtype(None)
         if self._var.type.quant is not None:      # MegEngine's quantized dtypes
             return self._var.type.np_dtype
         name = self._var.type.dtype

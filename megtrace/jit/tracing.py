@@ -218,7 +218,10 @@ class trace:
             if name_of(t.dtype) != var.type.dtype:
                 raise TraceError.because(f"dtype mismatch: {var.type.dtype} vs {t.dtype.name}",
                                          f"input {name}")
-            feeds[var] = t.numpy()
+            # its array itself, not numpy()'s copy: tensor values are never written in
+            # place, and the VM only reads its inputs
+            value = t._value
+            feeds[var] = value if value is not None else t.numpy()
         return feeds
 
     def _record(self, args, kwargs, bindings):

@@ -184,6 +184,15 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
 
 # A core's share of L2: weights above it cannot stay cached across output rows.
 L2_BYTES = 1 << 20
+# 1x1 convs on maps up to 14x14 read their (L2-resident) weight once per output row with
+# rows outer; channels outer reads it once and, with 2 threads, gives each core half of
+# it. MobileNetV2 b1 in the model, 2 threads, per-kernel minima of 60 runs (old / new,
+# alternating): 160->960 @7 0.283/0.284 -> 0.223-0.231 ms, 96->576 @14 0.258/0.264 ->
+# 0.230-0.244, 960->160 @7 0.176/0.178 -> 0.160; 1 thread unchanged within noise. With
+# only 4 output blocks (384->64 @14: 2 tiles of 2 blocks, each core reads the whole
+# input) it lost 25% (0.12 -> 0.15 ms), hence the channel-block minimum.
+SMALL_MAP = 14 * 14
+SMALL_MAP_OC_BLOCKS = 8
 
 
 def channels_outer(shape: ConvShape, pixels: int) -> bool:
@@ -191,9 +200,14 @@ def channels_outer(shape: ConvShape, pixels: int) -> bool:
     than (n, y, ko): with (n, y, ko) the whole packed weight is read once per output row,
     with (ko, n, y) the (padded) input once per channel block. Small maps with wide
     weights (ResNet's 512-channel layers at 1x1-2x2, a training step's weight gradients)
-    read ~10x less memory channels-outer; large maps keep rows outer."""
+    read ~10x less memory channels-outer; large maps keep rows outer. A weight that fits
+    L2 keeps rows outer too, except for 1x1 convs with at least SMALL_MAP_OC_BLOCKS output
+    channel blocks on maps of at most SMALL_MAP pixels (MobileNet's 7x7 and 14x14
+    layers), where the traffic comparison decides."""
     weight = 4 * blocks(shape.oc) * BLOCK * shape.c * shape.kh * shape.kw
-    if weight <= L2_BYTES:
+    pointwise_small = shape.kh == shape.kw == 1 and shape.oh * shape.ow <= SMALL_MAP \
+        and blocks(shape.oc) >= SMALL_MAP_OC_BLOCKS
+    if weight <= L2_BYTES and not pointwise_small:
         return False
     data = 4 * shape.n * blocks(shape.c) * BLOCK * pixels
     return weight * shape.n * shape.oh > data * blocks(shape.oc)

@@ -75,6 +75,7 @@ CONVS = [  # n, c, h, w, oc, k, stride, pad
     (1, 16, 17, 31, 16, 3, 1, 1),       # a row that needs width padding (31 columns)
     (2, 40, 7, 7, 64, 3, 1, 1),         # narrow rows: 2 channel blocks per register tile
     (1, 96, 6, 6, 32, 1, 1, 0),         # the same with a 1x1 kernel, 6 columns
+    (2, 48, 7, 7, 128, 1, 1, 0),        # 1x1 on a 7x7 map (MobileNet): channels outermost
     (2, 24, 5, 5, 64, 3, 1, 0),         # 3-column rows: 4 channel blocks per tile
     (2, 272, 2, 2, 272, 3, 1, 1),       # a wide weight on a small map: channels outermost
     (3, 200, 1, 1, 256, 3, 1, 1),       # the same on a 1x1 map (a training step's late layers)
@@ -91,6 +92,12 @@ def test_tile_choices_of_the_added_shapes():
     assert channels_outer(wide, 4 * 4) and channels_outer(
         ConvShape(3, 200, 1, 1, 256, 3, 3, padding=(1, 1)), 3 * 3)
     assert not channels_outer(ConvShape(1, 64, 56, 56, 64, 3, 3, padding=(1, 1)), 58 * 58)
+    # 1x1 convs on small maps go by traffic even when the weight fits L2; larger maps do not
+    assert channels_outer(ConvShape(2, 48, 7, 7, 128, 1, 1), 7 * 7)
+    assert not channels_outer(ConvShape(1, 384, 14, 14, 64, 1, 1), 14 * 14)   # 4 blocks
+    assert channels_outer(ConvShape(1, 160, 7, 7, 960, 1, 1), 7 * 7)
+    assert not channels_outer(ConvShape(1, 24, 56, 56, 144, 1, 1), 56 * 56)
+    assert not channels_outer(ConvShape(1, 40, 7, 7, 64, 3, 3, padding=(1, 1)), 9 * 9)
     # 3-column rows of 4 channel blocks on a weight past L2: 2 blocks per tile, outermost
     assert tile_order(ConvShape(4, 32, 18, 18, 64, 16, 16), 3, 18 * 18, 16) == (2, True)
     assert tile_order(ConvShape(2, 24, 5, 5, 64, 3, 3), 3, 5 * 5, 16) == (4, False)
