@@ -6,6 +6,8 @@ and a Reshape whose target comes from them gets a static shape.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtype as _dt
@@ -37,7 +39,9 @@ def resolve_shape(op: str, size: int, shape) -> tuple[int, ...]:
     if len(unknown) > 1 or any(d < -1 for d in shape):
         raise ShapeError(f"{op}: target shape {shape} may hold at most one -1 and no other "
                          "negative value")
-    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    # Python integers: a file's target shape may name dimensions whose product overflows
+    # int64 (refused below as a wrong element count, not an OverflowError)
+    known = math.prod(d for d in shape if d != -1)
     if unknown:
         if known == 0 or size % known:
             raise ShapeError(f"{op}: cannot reshape {size} elements into {shape}")

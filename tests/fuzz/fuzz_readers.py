@@ -1,10 +1,13 @@
 """Coverage-guided fuzzing of megtrace's byte readers with atheris (libFuzzer).
 
-    python tests/fuzz/fuzz_readers.py fbs_v2 -max_total_time=600 -artifact_prefix=crash-
+    MEGTRACE_FUZZ_SEEDS=/tmp/seeds python tests/fuzz/fuzz_readers.py fbs_v2 \
+        -max_total_time=600 -max_len=200000 -artifact_prefix=crash-
     python tests/fuzz/fuzz_readers.py --list
 
-Seeds come from tests/fuzz/targets.py (MegEngine fixtures and our own dumps) plus any
-corpus folders given after the target. An input that raises anything but the reader's
+Seeds come from tests/fuzz/targets.py (MegEngine fixtures and our own dumps), written to
+$MEGTRACE_FUZZ_SEEDS and used as the corpus (without it libFuzzer starts from an empty
+input and rarely gets past the magic bytes), plus any corpus folders given after the
+target; models are larger than libFuzzer's default -max_len of 4096 bytes. An input that raises anything but the reader's
 own errors, crashes or hangs is written as an artifact; add it to
 tests/fuzz/crashes/<target>/ so test_fuzz_readers.py replays it forever.
 """
