@@ -19,8 +19,8 @@ from megtrace.fbs.reader import read_model
 from megtrace.ir import Graph, TensorType
 from megtrace.jit import trace
 from megtrace.ops import get
-from relay_bridge.lift import lift
-from relay_bridge.lower import to_relax
+from megtrace.relay_bridge.lift import lift
+from megtrace.relay_bridge.lower import to_relax
 
 DATA = Path(__file__).parent / "data"
 GOLD = np.load(DATA / "megengine_norm_extras.npz")

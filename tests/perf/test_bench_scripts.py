@@ -95,5 +95,6 @@ def test_bench_replay_smoke():
          "--rounds", "2"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "per-op: 20 x F.relu" in proc.stdout
-    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("demo:")]
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("demo: first call")]
+    assert any(ln.startswith("demo: the replay's Python alone") for ln in proc.stdout.splitlines())
     assert "MEGTRACE_REPLAY_OVERLAP=0" in line and "beside it (=1)" in line, line
