@@ -139,6 +139,17 @@ def evaluate_model(model: ModelFile, values: dict[str, np.ndarray],
     return [graph.consts[v] for v in graph.outputs]
 
 
+def check_value_size(op_name: str, t: TensorType, limit_bytes: int) -> None:
+    """Refuse a loaded model's value larger than `limit_bytes` before it is allocated or
+    compiled (a file of a few bytes can ask for a broadcast to any shape)."""
+    nbytes = t.size * np.dtype(t.dtype).itemsize
+    if nbytes > limit_bytes:
+        raise UnsupportedModelError(
+            f"{op_name}: its result {t} would take {nbytes} bytes, more than the "
+            f"{limit_bytes} a loaded model may use per value (set MEGTRACE_MAX_VALUE_BYTES "
+            "to allow more)")
+
+
 @dataclass(eq=False)
 class _EvaluatingGraph(Graph):
     """A Graph whose inputs are values and whose nodes are computed as they are added,
@@ -151,12 +162,7 @@ class _EvaluatingGraph(Graph):
         kwargs = dict(op.bind(params or {}))
         bounds = op.infer_types([v.type for v in inputs], kwargs)
         for t in bounds:
-            nbytes = t.size * np.dtype(t.dtype).itemsize
-            if nbytes > self.limit_bytes:
-                raise UnsupportedModelError(
-                    f"{op.name}: its result {t} would take {nbytes} bytes, more than the "
-                    f"{self.limit_bytes} a loaded model may use per value (set "
-                    "MEGTRACE_MAX_VALUE_BYTES to allow more)")
+            check_value_size(op.name, t, self.limit_bytes)
         values = op.run_eager([self.consts[v] for v in inputs], kwargs)
         return tuple(self.add_const(val, name_hint, t.dtype) for val, t in zip(values, bounds))
 

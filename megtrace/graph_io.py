@@ -261,15 +261,12 @@ def _value_bytes_limit() -> int:
 
 
 def _check_value_sizes(graph: Graph) -> None:
+    # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
+    from megtrace.fbs.to_graph import check_value_size
     limit = _value_bytes_limit()
     for node in graph.nodes:
         for var in node.outputs:
-            nbytes = var.type.size * np.dtype(var.type.dtype).itemsize
-            if nbytes > limit:
-                raise UnsupportedModelError(
-                    f"{node.op.name}: its result {var.type} would take {nbytes} bytes, more "
-                    f"than the {limit} a loaded model may use per value (set "
-                    "MEGTRACE_MAX_VALUE_BYTES to allow more)")
+            check_value_size(node.op.name, var.type, limit)
 
 
 def load_graph(path_or_file, target: Any = None) -> LoadedGraph:

@@ -24,20 +24,11 @@ __all__ = ["loss", "nn", "vision", "max", "mean", "min", "prod", "sum", *_elemwi
            *_nn_all, *_tensor_all]
 __all__ += _elemwise_extra_all + _math_extra_all + _tensor_extra_all + _conv_all + _complex_all
 
-for _name in _conv_all:        # MegEngine has them under F.nn too
-    setattr(nn, _name, globals()[_name])
-
 from .attention import multi_head_attention  # noqa: E402  (F.nn.multi_head_attention)
 
-nn.multi_head_attention = multi_head_attention
-nn.__all__.append("multi_head_attention")
 __all__.append("multi_head_attention")
 
 from .correlation import correlation  # noqa: E402  (F.vision / F.nn.correlation)
-
-vision.correlation = nn.correlation = correlation
-vision.__all__.append("correlation")
-nn.__all__.append("correlation")
 
 from .accuracy import topk_accuracy  # noqa: E402  (F.topk_accuracy; metric/utils re-export it)
 
@@ -58,7 +49,8 @@ _ALSO_IN = {
     math: ["argsort", "dot", "matinv", "matmul", "mean", "norm", "normalize", "prod", "sign",
            "sort", "std", "svd", "var"],      # max/min/sum: math.py's own __getattr__
     nn: ["gelu", "hsigmoid", "hswish", "logsigmoid", "logsumexp", "normalize", "relu6",
-         "sigmoid", "silu", "softplus"],
+         "sigmoid", "silu", "softplus", "multi_head_attention", "correlation", *_conv_all],
+    vision: ["correlation"],
 }
 for _module, _names in _ALSO_IN.items():
     for _name in _names:

@@ -13,15 +13,24 @@ from .init import ones_, zeros_
 from .module import Module
 
 
-def _affine_params(module: Module, shape) -> None:
-    if module.affine:
-        module.weight = Parameter(np.ones(shape, np.float32))
-        module.bias = Parameter(np.zeros(shape, np.float32))
-    else:
-        module.weight = module.bias = None
+class _AffineNorm(Module):
+    """A normalization with an optional weight (ones) and bias (zeros) of one shape."""
+
+    def _init_affine(self, shape) -> None:
+        if self.affine:
+            self.weight = Parameter(np.ones(shape, np.float32))
+            self.bias = Parameter(np.zeros(shape, np.float32))
+        else:
+            self.weight = self.bias = None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            ones_(self.weight)
+            zeros_(self.bias)
 
 
-class GroupNorm(Module):
+class GroupNorm(_AffineNorm):
     """Normalizes (N, C, ...) over groups of C / num_groups channels."""
 
     _flat_state = True
@@ -34,13 +43,7 @@ class GroupNorm(Module):
                                  f"num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, \
             eps, affine
-        _affine_params(self, (num_channels,))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.affine:
-            ones_(self.weight)
-            zeros_(self.bias)
+        self._init_affine((num_channels,))
 
     def forward(self, x):
         return F.nn.group_norm(x, self.num_groups, self.affine, self.weight, self.bias, self.eps)
@@ -50,7 +53,7 @@ class GroupNorm(Module):
                 f"affine={self.affine}")
 
 
-class InstanceNorm(Module):
+class InstanceNorm(_AffineNorm):
     """Normalizes each channel of each sample over its spatial positions."""
 
     _flat_state = True
@@ -58,13 +61,7 @@ class InstanceNorm(Module):
     def __init__(self, num_channels: int, eps: float = 1e-5, affine: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.num_channels, self.eps, self.affine = num_channels, eps, affine
-        _affine_params(self, (num_channels,))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.affine:
-            ones_(self.weight)
-            zeros_(self.bias)
+        self._init_affine((num_channels,))
 
     def forward(self, x):
         return F.nn.instance_norm(x, self.affine, self.weight, self.bias, self.eps)
@@ -73,7 +70,7 @@ class InstanceNorm(Module):
         return f"channels={self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class LayerNorm(Module):
+class LayerNorm(_AffineNorm):
     """Normalizes the trailing `normalized_shape` axes; weight ones, bias zeros."""
 
     _flat_state = True
@@ -83,13 +80,7 @@ class LayerNorm(Module):
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape, self.eps, self.affine = tuple(normalized_shape), eps, affine
-        _affine_params(self, self.normalized_shape)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.affine:
-            ones_(self.weight)
-            zeros_(self.bias)
+        self._init_affine(self.normalized_shape)
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.affine, self.weight, self.bias,
@@ -100,7 +91,7 @@ class LayerNorm(Module):
                 f"affine={self.affine}")
 
 
-class GeneralNorm(Module):
+class GeneralNorm(_AffineNorm):
     """Normalizes over `normalized_axis` (ascending) with weight/bias of `normalized_shape`
     (saved unflattened: MegEngine's state_dict flattens only Batch/Group/Layer/InstanceNorm)."""
 
@@ -121,17 +112,8 @@ class GeneralNorm(Module):
                 "The size of normalized_axis and normalized_shape are different"
             assert len(set(normalized_axis)) == len(normalized_axis), \
                 "there are duplicate axis in list normalized_axis"
-            self.weight = Parameter(np.ones(normalized_shape, np.float32))
-            self.bias = Parameter(np.zeros(normalized_shape, np.float32))
-        else:
-            self.weight = self.bias = None
+        self._init_affine(normalized_shape)
         self.normalized_shape, self.normalized_axis = normalized_shape, normalized_axis
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.affine:
-            ones_(self.weight)
-            zeros_(self.bias)
 
     def forward(self, x):
         axes = [a + x.ndim if a < 0 else a for a in self.normalized_axis]

@@ -43,29 +43,12 @@ def batch_norm_train_vjp(V, inputs, outputs, grads, *, eps):
     return gx, gw, gb
 
 
-def layer_norm_vjp(V, inputs, outputs, grads, *, eps, normalized_dim):
-    (x, w, b), (g,) = inputs, grads
-    axes = tuple(range(x.ndim - normalized_dim, x.ndim))
-    lead = tuple(range(x.ndim - normalized_dim))
+def _affine_norm_vjp(V, x, w, g, axes, eps):
+    """Gradients of ((x - mean) * rstd) * w + b normalized over `axes`, `w` already shaped
+    to broadcast against x; weight and bias gradients sum over the other axes."""
+    rest = tuple(i for i in range(x.ndim) if i not in axes)
     xhat, rstd, _ = _normalized(V, x, axes, eps)
     d = g * w
-    gx = rstd * (d - _mean(V, d, axes) - xhat * _mean(V, d * xhat, axes))
-    if lead:
-        gw = V.apply("reduce", g * xhat, mode="sum", axis=lead, keepdims=False)
-        gb = V.apply("reduce", g, mode="sum", axis=lead, keepdims=False)
-    else:
-        gw, gb = g * xhat, g
-    return gx, gw, gb
-
-
-def general_norm_vjp(V, inputs, outputs, grads, *, eps, axis_start, axis_end):
-    """layer_norm's rule over axes [axis_start, axis_end) anywhere in the input."""
-    (x, w, b), (g,) = inputs, grads
-    axes = tuple(range(axis_start, axis_end))
-    rest = tuple(i for i in range(x.ndim) if i not in axes)
-    view = (1,) * axis_start + tuple(w.shape) + (1,) * (x.ndim - axis_end)
-    xhat, rstd, _ = _normalized(V, x, axes, eps)
-    d = g * V.apply("reshape", w, shape=view)
     gx = rstd * (d - _mean(V, d, axes) - xhat * _mean(V, d * xhat, axes))
     if rest:
         gw = V.apply("reduce", g * xhat, mode="sum", axis=rest, keepdims=False)
@@ -73,6 +56,19 @@ def general_norm_vjp(V, inputs, outputs, grads, *, eps, axis_start, axis_end):
     else:
         gw, gb = g * xhat, g
     return gx, gw, gb
+
+
+def layer_norm_vjp(V, inputs, outputs, grads, *, eps, normalized_dim):
+    (x, w, b), (g,) = inputs, grads
+    return _affine_norm_vjp(V, x, w, g, tuple(range(x.ndim - normalized_dim, x.ndim)), eps)
+
+
+def general_norm_vjp(V, inputs, outputs, grads, *, eps, axis_start, axis_end):
+    """layer_norm's rule over axes [axis_start, axis_end) anywhere in the input."""
+    (x, w, b), (g,) = inputs, grads
+    view = (1,) * axis_start + tuple(w.shape) + (1,) * (x.ndim - axis_end)
+    return _affine_norm_vjp(V, x, V.apply("reshape", w, shape=view), g,
+                            tuple(range(axis_start, axis_end)), eps)
 
 
 def _channel_window_sum(V, t, n):
