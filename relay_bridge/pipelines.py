@@ -15,6 +15,7 @@ from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
 from .lower import to_relax
+from .targets import has_amx
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
     if base == "rules":
-        return to_relax_cpu(graph)
+        return to_relax_cpu(graph, amx=has_amx(target))
     return to_relax(graph), []
 
 
