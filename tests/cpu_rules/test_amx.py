@@ -129,3 +129,17 @@ def test_amx_rule_is_taken_only_for_whole_tiles_and_when_allowed(rng, monkeypatc
     compile_graph(_dense_graph(a, rng.standard_normal((64, 64)).astype(np.float32),
                                None, False))
     assert len(taken) == 1
+
+
+@needs_amx
+def test_exported_amx_library_runs_in_a_fresh_process(rng, tmp_path):
+    """deploy.py (standalone) asks Linux for the tile state before it loads a library
+    built with AMX: without it the first tile instruction would kill the process."""
+    from megtrace.relay_bridge.export import export
+    from perf.helpers import run_exported_fresh
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    cg = compile_graph(_dense_graph(a, w, None, False))
+    done = export(cg, tmp_path / "amx.so")
+    outs, _ = run_exported_fresh(done.library, {"x": a}, tmp_path)
+    assert np.array_equal(outs[0], cg(a)[0])
