@@ -11,6 +11,7 @@ from typing import Any
 
 from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
+from .cpu.common_subexpr import merge_common_subexprs
 from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
@@ -23,6 +24,7 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     """(IRModule, rule kernels used): base "rules" is the CPU rules' lowering (hand
     kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
+    graph = merge_common_subexprs(graph)     # a value computed twice is computed once
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
     if base == "rules":

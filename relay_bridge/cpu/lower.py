@@ -57,6 +57,7 @@ class _CpuLowering:
         self.bb = self.rx.BlockBuilder()
         self.plain: dict[Var, Any] = {}
         self.blocked: dict[Var, Any] = {}
+        self.packed: dict[tuple[Var, int], Any] = {}      # runtime conv weights, packed
         self.used: list[str] = []
         # scheduled kernels by what makes them differ: a network repeats layers of one
         # shape (ResNet-18: 20 convolutions, 15 kernels), each made and scheduled once
@@ -197,9 +198,7 @@ class _CpuLowering:
                     L.pack_conv_weight(consts[w], shape.icb)))
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
-                weight = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
-                                    [self.get_plain(w)], shape.weight_shape, "pack_weight")
+                weight = self._packed_weight(w, shape)
         else:
             if not blocked_in:      # a lone NCHW depthwise: TVM's own loop is faster
                 raise NotApplicable("depthwise input is not NCHW16c")
@@ -215,6 +214,16 @@ class _CpuLowering:
         args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
+
+    def _packed_weight(self, w: Var, shape: ConvShape):
+        """A runtime conv weight packed for `shape`, once per weight and input block (a
+        strided weight gradient's phases all take the same output gradient)."""
+        key = (w, shape.icb)
+        if key not in self.packed:
+            wp = tvm().te.placeholder(L.i64(w.type.shape), F32, name="w")
+            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
+                                          [self.get_plain(w)], shape.weight_shape, "pack_weight")
+        return self.packed[key]
 
     def _depthwise_after(self, group: Group) -> Group | None:
         """The depthwise group a 1x1 conv group feeds alone, when the pair can be one
