@@ -11,6 +11,7 @@ from typing import Any
 
 from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
+from .cpu.batch_split import split_batch
 from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
@@ -26,7 +27,7 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
     if base == "rules":
-        return to_relax_cpu(graph)
+        return to_relax_cpu(split_batch(graph))     # early layers image by image
     return to_relax(graph), []
 
 

@@ -61,6 +61,7 @@ class _CpuLowering:
         # scheduled kernels by what makes them differ: a network repeats layers of one
         # shape (ResNet-18: 20 convolutions, 15 kernels), each made and scheduled once
         self.kernels: dict[tuple, Any] = {}
+        self.consts: dict[tuple, Any] = {}
         groups = find_groups(graph)
         self.group_at = {g.nodes[-1]: g for g in groups}
         self.absorbed = {n for g in groups for n in g.nodes[:-1]}
@@ -189,11 +190,11 @@ class _CpuLowering:
                 # weights >= 2 MB in huge pages: at batch 1 each call streams them from
                 # memory, and 4 KB pages stop the hardware prefetcher at every boundary
                 # (ResNet-18's 256-channel Winograd convs 4.1 -> 3.2 ms in the model)
-                weight = self.rx.const(huge_pages.constant(
+                weight = self._const(("winograd", w), lambda: huge_pages.constant(
                     winograd.transform_weight(consts[w])))
             elif w in consts:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                weight = self.rx.const(huge_pages.constant(
+                weight = self._const(("conv", w, shape.icb), lambda: huge_pages.constant(
                     L.pack_conv_weight(consts[w], shape.icb)))
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
@@ -206,7 +207,8 @@ class _CpuLowering:
             shape = DepthwiseShape(oc=c, **geometry)
             func = self._kernel(depthwise_nchwc, shape, group.epilogue)
             if w in consts:
-                weight = self.rx.const(L.pack_depthwise_weight(consts[w]))
+                weight = self._const(("depthwise", w),
+                                     lambda: L.pack_depthwise_weight(consts[w]))
             else:
                 wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
                 weight = self._call(plain_func([wp, L.te_pack_depthwise_weight(wp)]),
@@ -249,10 +251,11 @@ class _CpuLowering:
         func = self.kernels.get(key)
         if func is None:
             func = self.kernels[key] = expand_depthwise(shape, group.epilogue, nxt.epilogue)
-        consts, rx = self.graph.consts, self.rx
-        args = [self.blocked[x], rx.const(L.pack_conv_weight(consts[w], L.BLOCK)),
+        consts, wd = self.graph.consts, nxt.anchor.inputs[1]
+        args = [self.blocked[x],
+                self._const(("conv", w, L.BLOCK), lambda: L.pack_conv_weight(consts[w], L.BLOCK)),
                 *self._epilogue_args(group.epilogue, blocked=True),
-                rx.const(L.pack_depthwise_weight(consts[nxt.anchor.inputs[1]])),
+                self._const(("depthwise", wd), lambda: L.pack_depthwise_weight(consts[wd])),
                 *self._epilogue_args(nxt.epilogue, blocked=True)]
         self.blocked[nxt.out] = self._call(func, args, shape.out_shape, "expand_depthwise")
         self.fused.add(nxt.nodes[-1])
@@ -341,6 +344,13 @@ class _CpuLowering:
             return False
         return mode == "all" or winograd.worth_it(shape)
 
+    def _const(self, key: tuple, make: Callable[[], np.ndarray]):
+        """One Relax constant per packed weight or vector (`key`: what it is made from):
+        batch_split.py repeats a net's early layers once per image."""
+        if key not in self.consts:
+            self.consts[key] = self.rx.const(make())
+        return self.consts[key]
+
     def _kernel(self, make: Callable, shape: Any, epilogue: Epilogue | None):
         """make(shape, epilogue), made once per shape and epilogue structure (its vector
         and tensor operands are kernel arguments; scalars are in the code)."""
@@ -386,7 +396,9 @@ class _CpuLowering:
     def _epilogue_args(self, epilogue: Epilogue, blocked: bool, rows=None) -> list:
         rx = self.rx
         if blocked:
-            vectors = [rx.const(L.pack_channel_vector(v)) for v in epilogue.vectors()]
+            vectors = [self._const(("vector", v.tobytes()),
+                                   lambda v=v: L.pack_channel_vector(v))
+                       for v in epilogue.vectors()]
             tensors = [self.get_blocked(v) for v in epilogue.tensors()]
         else:
             vectors = [rx.const(np.ascontiguousarray(v, np.float32))
