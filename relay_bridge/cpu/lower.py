@@ -32,7 +32,7 @@ from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention,
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
-from . import attention as att, huge_pages, winograd
+from . import amx as amx_rule, attention as att, huge_pages, winograd
 from .views import trace_view
 
 log = logging.getLogger(__name__)
@@ -42,17 +42,20 @@ class NotApplicable(Exception):
     """A rule declines a node it could compute, because the default path is faster."""
 
 
-def to_relax_cpu(graph: Graph, func_name: str = "main") -> tuple[Any, list[str]]:
-    """The IRModule, and the names of the rules used (one entry per kernel)."""
+def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False
+                 ) -> tuple[Any, list[str]]:
+    """The IRModule, and the names of the rules used (one entry per kernel); `amx`: the
+    target may use AMX tiles (dense GEMMs then take amx.py's rule)."""
     missing = sorted({n.op.name for n in graph.nodes if n.op.lower is None})
     if missing:
         raise UnsupportedOpError(f"to_relax: no Relax lowering for {', '.join(missing)}")
-    return _CpuLowering(graph).build(func_name)
+    return _CpuLowering(graph, amx).build(func_name)
 
 
 class _CpuLowering:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, amx: bool = False):
         self.graph = graph
+        self.amx = amx
         self.rx = relax()
         self.bb = self.rx.BlockBuilder()
         self.plain: dict[Var, Any] = {}
@@ -366,11 +369,17 @@ class _CpuLowering:
         k = a.type.shape[-1]
         m = a.type.size // k
         n = group.out.type.shape[-1]
-        shape = DenseShape(m, k, n)
-        func = dense_packed(shape, group.epilogue)
-        weight = self.rx.const(huge_pages.constant(L.pack_dense_weight(
-            self.graph.consts[b], node.kwargs["transpose_b"], shape.tile[1])))
-        args = [self._as_2d(self.get_plain(a), a.type, (m, k)), weight,
+        transpose_b = node.kwargs["transpose_b"]
+        if self.amx and amx_rule.applies(m, k, n):
+            func = amx_rule.dense_amx(amx_rule.AmxShape(m, k, n), group.epilogue)
+            weights = [self.rx.const(huge_pages.constant(amx_rule.pack_weight(
+                self.graph.consts[b], transpose_b))), self.rx.const(amx_rule.tile_config())]
+        else:
+            shape = DenseShape(m, k, n)
+            func = dense_packed(shape, group.epilogue)
+            weights = [self.rx.const(huge_pages.constant(L.pack_dense_weight(
+                self.graph.consts[b], transpose_b, shape.tile[1])))]
+        args = [self._as_2d(self.get_plain(a), a.type, (m, k)), *weights,
                 *self._epilogue_args(group.epilogue, blocked=False, rows=(m, n))]
         out = self._call(func, args, (m, n), "dense")
         if group.out.type.ndim != 2:
