@@ -12,11 +12,14 @@ ah @ bl) where float32 gives +-inf.
 
 The weight is split and packed at build time, one 1 KB tile per (16 columns, 32 k,
 part): (N/16, K/32, 2, 16, 32) uint16, each row a pair of k for 16 columns (VNNI order).
-The kernel splits A into (M/16, K/32, 2, 16, 32) tiles, then each task (16 rows x 32
-columns) keeps two accumulator tiles over K, stores them into the output and runs the
-epilogue there in place while the block is in L1. Tasks go by row group (A tiles of
-about 1 MB, all rows at batch 1), then column block: at batch 8 the 12 MB of A tiles of
-the FFN's second GEMM would otherwise pass from L3 once per column block (-10%).
+The kernel splits A into (M/16, K/32, 2, 16, 32) tiles. A task is 32 columns of a row
+group (A tiles of about 1 MB, all rows at batch 1: at batch 8 the 12 MB of A tiles of
+the FFN's second GEMM would otherwise pass from L3 once per column block, -10%); it
+goes over k in blocks of KC tile steps, whose 4 KB of weight tiles per step stay in L1
+while each 16-row block of the group accumulates into two tiles (loaded from and
+stored to the output between k blocks): one tile load per product leaves the kernel
+bound by L2 bandwidth otherwise (128 x 768 x 768: 340 -> 414 GFLOP/s; KC 4 the same,
+16 worse). The epilogue then runs in place on the task's block.
 Linux lends AMX state to a process only after arch_prctl(ARCH_REQ_XCOMP_PERM): without
 it the first tile instruction raises SIGILL, so the host target only gets `+amx-tile`
 (targets.py), and the rule is only chosen, in a process where that request succeeded
@@ -33,6 +36,7 @@ from .epilogue import Epilogue
 from .primfunc import parallel_if, scheduled_func
 
 TILE_M, TILE_K, TASK_N = 16, 32, 32       # rows of A per tile, k per tile, columns per task
+KC = 8                                    # tile steps of k per block
 
 
 @dataclass(frozen=True)
@@ -144,12 +148,14 @@ def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None):
         vbufs, tbufs = ins[3:3 + len(vectors)], ins[3 + len(vectors):]
         c = outs[0]
         task = t.Var("task", "int32")
-        q = t.Var("q", "int32")
-        # tasks by row group, then column block, then row block: a group's A tiles
-        # stay in L2 while every column block's weights pass once per group
+        q, kc, r = t.Var("q", "int32"), t.Var("kc", "int32"), t.Var("r", "int32")
+        # a task: one column block of a row group; k in blocks of KC steps whose weight
+        # tiles (KC x 4 KB) stay in L1 while the group's row blocks pass over them
         per = group_rows(m, k) // TILE_M
-        g, rest = t.floordiv(task, per * cb), t.floormod(task, per * cb)
-        row, col = g * per + t.floormod(rest, per), t.floordiv(rest, per)
+        g, col = t.floordiv(task, cb), t.floormod(task, cb)
+        row = g * per + r
+        kcn = KC if kb % KC == 0 else kb
+        kq = kc * kcn + q
 
         def call(name, *args):
             return t.Evaluate(t.call_llvm_intrin("void", f"llvm.x86.{name}", *args))
@@ -161,31 +167,35 @@ def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None):
             return t.address_of(t.BufferLoad(buf, list(idx)))
         stride = t.const(64, "int64")
         zero = t.const(0, "int32")
-        loads = [call("tileloadd64", i8(2 + p), at_(at, row, q, p, zero, zero), stride)
+        loads = [call("tileloadd64", i8(2 + p), at_(at, row, kq, p, zero, zero), stride)
                  for p in (0, 1)]
-        loads += [call("tileloadd64", i8(4 + 2 * h + p), at_(bt, col * 2 + h, q, p, zero, zero),
+        loads += [call("tileloadd64", i8(4 + 2 * h + p), at_(bt, col * 2 + h, kq, p, zero, zero),
                        stride) for h in (0, 1) for p in (0, 1)]
         # c_h += ah @ bh_h + ah @ bl_h + al @ bh_h
         dots = [call("tdpbf16ps", i8(h), i8(ta), i8(tb))
                 for h in (0, 1) for ta, tb in ((2, 4 + 2 * h), (2, 5 + 2 * h), (3, 4 + 2 * h))]
-        kloop = t.For(q, zero, t.const(kb, "int32"), t.ForKind.SERIAL, t.SeqStmt(loads + dots))
         n_stride = t.const(n * 4, "int64")
+        c_at = [at_(c, row * 16, col * TASK_N + 16 * h) for h in (0, 1)]
+        first = t.SeqStmt([call("tilezero", i8(0)), call("tilezero", i8(1))])
+        again = t.SeqStmt([call("tileloadd64", i8(h), c_at[h], n_stride) for h in (0, 1)])
+        row_block = t.SeqStmt([
+            t.IfThenElse(kc == 0, first, again),
+            t.For(q, zero, t.const(kcn, "int32"), t.ForKind.SERIAL, t.SeqStmt(loads + dots)),
+            *[call("tilestored64", i8(h), c_at[h], n_stride) for h in (0, 1)]])
         stmts = [call("ldtilecfg", at_(config, zero)),
-                 call("tilezero", i8(0)), call("tilezero", i8(1)),
-                 kloop,
-                 *[call("tilestored64", i8(h), at_(c, row * 16, col * TASK_N + 16 * h),
-                        n_stride) for h in (0, 1)]]
-        if epilogue.steps:      # in place, on the block just stored (in L1)
+                 t.For(kc, zero, t.const(kb // kcn, "int32"), t.ForKind.SERIAL,
+                       t.For(r, zero, t.const(per, "int32"), t.ForKind.SERIAL, row_block))]
+        if epilogue.steps:      # in place, on the block just stored (in L1/L2)
             i, j = t.Var("i", "int32"), t.Var("j", "int32")
-            gi, gj = row * 16 + i, col * TASK_N + j
+            gi, gj = g * per * 16 + i, col * TASK_N + j
             value = epilogue.apply(t.BufferLoad(c, [gi, gj]),
                                    lambda v: t.BufferLoad(vbufs[v], [gj]),
                                    lambda v: t.BufferLoad(tbufs[v], [gi, gj]))
             inner = t.For(j, zero, t.const(TASK_N, "int32"), t.ForKind.VECTORIZED,
                           t.BufferStore(c, value, [gi, gj]))
-            stmts.append(t.For(i, zero, t.const(16, "int32"), t.ForKind.SERIAL, inner))
+            stmts.append(t.For(i, zero, t.const(per * 16, "int32"), t.ForKind.SERIAL, inner))
         kind = t.ForKind.PARALLEL if shape.flops // 2 >= (1 << 17) else t.ForKind.SERIAL
-        return t.For(task, zero, t.const(rb * cb, "int32"), kind, t.SeqStmt(stmts))
+        return t.For(task, zero, t.const((m // (per * 16)) * cb, "int32"), kind, t.SeqStmt(stmts))
 
     out = te.extern((m, n), [a_tiles, b, cfg, *vectors, *tensors], body, name="amx",
                     dtype="float32")

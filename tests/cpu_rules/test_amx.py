@@ -74,8 +74,11 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 @needs_amx
 @pytest.mark.parametrize("m,k,n,bias,gelu", [(16, 32, 32, False, False),
                                              (48, 96, 64, True, False),
-                                             (128, 768, 256, True, True)])
+                                             (128, 768, 256, True, True),
+                                             (512, 1024, 64, True, False)])
 def test_amx_dense_matches_float64(m, k, n, bias, gelu, rng):
+    """One k block, several (768: three of KC tile steps), two row groups (512 x 1024)."""
+    assert amx.group_rows(512, 1024) == 256 and amx.group_rows(128, 3072) == 128
     a = rng.standard_normal((m, k)).astype(np.float32)
     w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32) if bias else None
