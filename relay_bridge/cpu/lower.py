@@ -61,6 +61,7 @@ class _CpuLowering:
         self.plain: dict[Var, Any] = {}
         self.blocked: dict[Var, Any] = {}
         self.used: list[str] = []
+        self.weights = huge_pages.Filler()   # huge-page weights, copied on a worker
         # scheduled kernels by what makes them differ: a network repeats layers of one
         # shape (ResNet-18: 20 convolutions, 15 kernels), each made and scheduled once
         self.kernels: dict[tuple, Any] = {}
@@ -82,14 +83,18 @@ class _CpuLowering:
         params = [rx.Var(name, rx.TensorType(v.type.shape, v.type.dtype))
                   for v, name in zip(g.inputs, _safe_names(g.input_names))]
         self.plain.update(zip(g.inputs, params))
-        with self.bb.function(func_name, params):
-            with self.bb.dataflow():
-                for node in g.nodes:
-                    if node in self.absorbed:
-                        continue
-                    self._visit(node)
-                out = self.bb.emit_output(rx.Tuple([self.get_plain(v) for v in g.outputs]))
-            self.bb.emit_func_output(out)
+        try:
+            with self.bb.function(func_name, params):
+                with self.bb.dataflow():
+                    for node in g.nodes:
+                        if node in self.absorbed:
+                            continue
+                        self._visit(node)
+                    out = self.bb.emit_output(rx.Tuple([self.get_plain(v)
+                                                        for v in g.outputs]))
+                self.bb.emit_func_output(out)
+        finally:
+            self.weights.wait()        # the module's constants are read after this
         return self.bb.get(), self.used
 
     def _visit(self, node: Node) -> None:
@@ -193,11 +198,11 @@ class _CpuLowering:
                 # weights >= 2 MB in huge pages: at batch 1 each call streams them from
                 # memory, and 4 KB pages stop the hardware prefetcher at every boundary
                 # (ResNet-18's 256-channel Winograd convs 4.1 -> 3.2 ms in the model)
-                weight = self._const(("winograd", w), lambda: huge_pages.constant(
+                weight = self._const(("winograd", w), lambda: self.weights.constant(
                     winograd.transform_weight(consts[w])))
             elif w in consts:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                weight = self._const(("conv", w, shape.icb), lambda: huge_pages.constant(
+                weight = self._const(("conv", w, shape.icb), lambda: self.weights.constant(
                     L.pack_conv_weight(consts[w], shape.icb)))
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
@@ -372,12 +377,12 @@ class _CpuLowering:
         transpose_b = node.kwargs["transpose_b"]
         if self.amx and amx_rule.applies(m, k, n):
             func = amx_rule.dense_amx(amx_rule.AmxShape(m, k, n), group.epilogue)
-            weights = [self.rx.const(huge_pages.constant(amx_rule.pack_weight(
+            weights = [self.rx.const(self.weights.constant(amx_rule.pack_weight(
                 self.graph.consts[b], transpose_b))), self.rx.const(amx_rule.tile_config())]
         else:
             shape = DenseShape(m, k, n)
             func = dense_packed(shape, group.epilogue)
-            weights = [self.rx.const(huge_pages.constant(L.pack_dense_weight(
+            weights = [self.rx.const(self.weights.constant(L.pack_dense_weight(
                 self.graph.consts[b], transpose_b, shape.tile[1])))]
         args = [self._as_2d(self.get_plain(a), a.type, (m, k)), *weights,
                 *self._epilogue_args(group.epilogue, blocked=False, rows=(m, n))]
