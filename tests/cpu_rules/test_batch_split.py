@@ -95,3 +95,14 @@ def test_no_split(case, small_sizes, rng, monkeypatch):
     g.set_outputs([_op(g, "relu", _conv(g, _op(g, "relu", _conv(g, x, f32(rng, 8, 8, 1, 1))),
                                         f32(rng, 8, 8, 1, 1)))], ["y"])
     assert batch_split.split_batch(g) is g
+
+
+def test_switch_is_part_of_the_compile_cache_key(rng, monkeypatch):
+    from megtrace.relay_bridge.compile_cache import entry_key
+    from megtrace.relay_bridge.executable import BuildOptions
+    from megtrace.relay_bridge.targets import resolve
+    g, x = _graph((2, 8, 6, 6))
+    g.set_outputs([_conv(g, x, f32(rng, 8, 8, 1, 1))], ["y"])
+    on = entry_key(g, resolve(None), None, BuildOptions())
+    monkeypatch.setenv(batch_split.ENV, "0")
+    assert entry_key(g, resolve(None), None, BuildOptions()) != on
