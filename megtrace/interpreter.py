@@ -42,7 +42,8 @@ def _run_time_params(node: Node, env: Mapping[Var, np.ndarray]) -> dict:
     if not n_run_time:
         return node.kwargs
     if node.op.shape_input:
-        return {**node.kwargs, "shape": tuple(int(d) for d in env[node.inputs[-1]])}
+        return {**node.kwargs,
+                node.op.shape_param: tuple(int(d) for d in env[node.inputs[-1]])}
     # slice bounds (OpDef.int_inputs): the rows' given bounds, in order, are the inputs
     key = "index" if "index" in node.kwargs else "slices"
     values = iter(int(env[v]) for v in node.inputs[-n_run_time:])

@@ -7,6 +7,7 @@ from typing import Iterable, Optional, Tuple, Union
 import numpy as np
 
 from ..dispatch import apply
+from ..symbolic import SymInt
 from ..tensor import Tensor
 from ._convert import cast, require_tensor
 from .resize3d import trilinear
@@ -116,6 +117,8 @@ def _target_size(x: Tensor, mode: str, size, scale_factor) -> tuple[int, int]:
         return size, 1
     if mode == "linear":
         raise ValueError("under linear mode, size can only be single value")
+    if isinstance(size, (tuple, list)) and all(isinstance(d, SymInt) for d in size):
+        return tuple(size)       # y.shape[2:] while tracing: the dump follows y's size
     return _ints("interpolate: size", size)
 
 

@@ -146,7 +146,7 @@ class TraceRecorder:
         in_vars = [self.var_of(t) for t in inputs]
         hint = ".".join(self._scopes[1:] + [op.name])
         node_inputs = list(in_vars)
-        shape = params.get("shape") if op.shape_input else None
+        shape = params.get(op.shape_param) if op.shape_input else None
         if shape is not None and any(self._ours(d) for d in shape):
             node_inputs.append(self._shape_value(shape))
         elif op.int_inputs is not None:

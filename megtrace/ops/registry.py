@@ -115,6 +115,8 @@ class OpDef:
     # `shape` param at run time (a traced shape expression, see megtrace/symbolic.py).
     # The param stays the truth for the type rule and TVM; the writer writes the input.
     shape_input: bool = False
+    # the param that shape input computes (resize's is `size`)
+    shape_param: str = "shape"
     # May take trailing 0-d int32 inputs that compute int params at run time (a slice
     # bound from a traced dim, `x[:x.shape[0] - 1]`): given the params, the values those
     # inputs stand for, in input order. As with shape_input, the params stay the truth

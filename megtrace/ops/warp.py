@@ -17,6 +17,7 @@ from ._sampling import BORDER_MODES, round_relax, round_to, sample_np, sample_re
 from ._sampling_grad import sample_grads
 from ._warp_cv import cv_fixed_point, perspective_coords_np, perspective_coords_relax
 from .registry import MgeComposite, MgeOpr, OpDef, register
+from .shape import check_shape_input
 
 RESIZE = MgeOpr("ResizeV2", "Resize")
 WARP_AFFINE = MgeOpr("WarpAffineV2", "WarpAffine")
@@ -51,9 +52,10 @@ def _size_const(em, size) -> int:
 _RESIZE_MODES = {"nearest": "NEAREST", "linear": "LINEAR", "cubic": "CUBIC"}
 
 
-def _resize_infer(x, *, size, mode):
+def _resize_infer(x, tsize=None, *, size, mode):
     _image("resize", x)
     _out_size("resize", size)
+    check_shape_input("resize", size, tsize)
     if mode not in _RESIZE_MODES:
         raise ValueError(f"resize: mode must be one of {sorted(_RESIZE_MODES)}; got {mode!r}")
     return TensorType(x.shape[:2] + tuple(size), x.dtype)
@@ -88,7 +90,7 @@ def _cubic_weights(t: np.ndarray) -> np.ndarray:
     return np.where(d <= 1, near, far).astype(np.float32)
 
 
-def _resize_eager(x, *, size, mode):
+def _resize_eager(x, tsize=None, *, size, mode):
     src = x.astype(np.promote_types(x.dtype, np.float32))
     if mode == "cubic":
         out = src
@@ -111,7 +113,7 @@ def _resize_eager(x, *, size, mode):
     return round_to(out, x.dtype)
 
 
-def _resize_lower(L, x, *, size, mode):
+def _resize_lower(L, x, tsize=None, *, size, mode):
     R = L.R
     if mode == "nearest":
         y = R.image.resize2d(x, size, method="nearest_neighbor",
@@ -127,8 +129,11 @@ def _resize_lower(L, x, *, size, mode):
 
 
 def _resize_emit(em, types, p, inputs):
+    """The size is the traced shape expression when it has one (as MegEngine writes
+    interpolate(x, y.shape[2:])), so the file follows the input sizes."""
+    size = inputs[1] if len(inputs) > 1 else _size_const(em, p["size"])
     return em.opr(RESIZE, {"imode": _RESIZE_MODES[p["mode"]], "format": "NCHW"},
-                  [inputs[0], _size_const(em, p["size"])])
+                  [inputs[0], size])
 
 
 def _resize_matrix(out: int, size: int, mode: str) -> np.ndarray:
@@ -152,16 +157,17 @@ def _resize_matrix(out: int, size: int, mode: str) -> np.ndarray:
 
 def _resize_vjp(V, inputs, outputs, grads, *, size, mode):
     """gx = My^T g Mx (MegEngine's ResizeBackward), two matrix products."""
-    (x,), (g,) = inputs, grads
+    x, g, size_input = inputs[0], grads[0], (None,) * (len(inputs) - 1)
     if x.dtype.kind != "f":
-        return (None,)
+        return (None,) + size_input
     h, w = x.shape[2:]
     my = V.const(_resize_matrix(size[0], h, mode).T.reshape(1, 1, h, size[0]), g)
     mx = V.const(_resize_matrix(size[1], w, mode).reshape(1, 1, size[1], w), g)
-    return (V.apply("matmul", my, V.apply("matmul", g, mx)),)
+    return (V.apply("matmul", my, V.apply("matmul", g, mx)),) + size_input
 
 
-register(OpDef("resize", params={"size": (1, 1), "mode": "linear"},
+register(OpDef("resize", params={"size": (1, 1), "mode": "linear"}, shape_input=True,
+               shape_param="size",
                eager=_resize_eager, infer=_resize_infer, lower=_resize_lower,
                mge=MgeComposite(_resize_emit), opaque_in_optimize=True, vjp=_resize_vjp))
 
