@@ -9,6 +9,7 @@ from conftest import rel_err
 
 import megtrace as mge
 import megtrace.functional as F
+import megtrace.module as M
 from megtrace.jit import trace
 
 
@@ -17,9 +18,9 @@ def _upsample_to_skip(x, skip):
     return F.nn.interpolate(x, skip.shape[2:], mode="bilinear") + skip
 
 
-def _inputs(rng, h, w):
-    return {"x": rng.uniform(size=(1, 2, h // 2, w // 2)).astype(np.float32),
-            "skip": rng.uniform(size=(1, 2, h, w)).astype(np.float32)}
+def _inputs(rng, h, w, channels=2):
+    return {"x": rng.uniform(size=(1, channels, h // 2, w // 2)).astype(np.float32),
+            "skip": rng.uniform(size=(1, channels, h, w)).astype(np.float32)}
 
 
 @pytest.mark.lite
@@ -46,13 +47,22 @@ def test_loaded_dump_and_replays_follow_a_new_spatial_size(rng, tmp_path):
 
 
 @pytest.mark.lite
-def test_dump_follows_a_new_spatial_size_in_lite_as_megengines_does(rng, lite, tmp_path):
-    traced = trace(symbolic=True, capture_as_const=True)(_upsample_to_skip)
-    traced(*[mge.tensor(v) for v in _inputs(rng, 8, 10).values()])
+@pytest.mark.parametrize("options", [{}, {"optimize_for_inference": True,
+                                          "enable_fuse_conv_bias_nonlinearity": True},
+                                     {"enable_nchw44": True}, {"enable_nchw88": True}],
+                         ids=["default", "deploy", "nchw44", "nchw88"])
+def test_dump_follows_a_new_spatial_size_in_lite_as_megengines_does(options, rng, lite,
+                                                                    tmp_path):
+    conv = M.Conv2d(8, 8, 3, padding=1)      # so that the layout options block the resize
+
+    def decoder(x, skip):
+        return _upsample_to_skip(F.relu(conv(x)), skip)
+    traced = trace(symbolic=True, capture_as_const=True)(decoder)
+    traced(*[mge.tensor(v) for v in _inputs(rng, 8, 10, 8).values()])
     path = tmp_path / "resize.mge"
-    traced.dump(path, arg_names=["x", "skip"], output_names=["out"])
-    feeds = _inputs(rng, 12, 6)
-    want = _upsample_to_skip(*[mge.tensor(v) for v in feeds.values()]).numpy()
+    traced.dump(path, arg_names=["x", "skip"], output_names=["out"], **options)
+    feeds = _inputs(rng, 12, 6, 8)
+    want = decoder(*[mge.tensor(v) for v in feeds.values()]).numpy()
     assert rel_err(lite.run_model(path, feeds)["out"], want) <= 1e-5
 
 

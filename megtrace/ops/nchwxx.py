@@ -249,23 +249,25 @@ register(OpDef("pool2d_nchwxx", eager=_pool_eager, infer=_pool_infer, lower=_poo
 
 # -- adaptive pooling and resize: MegEngine's AdaptivePooling / Resize with format=NCHW88|44
 def _blocked_infer(name: str, base_infer):
-    def infer(x, **params):
+    def infer(x, *size_input, **params):      # resize: its traced size (shape_input)
         if x.ndim != 5 or x.shape[4] not in FORMATS:
             raise ShapeError(f"{name}: input must be (N, C/p, H, W, p) with p 8 or 4; got {x}")
         n, cb, h, w, p = x.shape
-        return _blocked_type(base_infer(TensorType((n, cb * p, h, w), x.dtype), **params), p)
+        return _blocked_type(base_infer(TensorType((n, cb * p, h, w), x.dtype), *size_input,
+                                        **params), p)
     return infer
 
 
 def _blocked_eager(base_eager):
-    return lambda x, **params: to_blocked(base_eager(from_blocked(x), **params), x.shape[4])
+    return lambda x, *size_input, **params: to_blocked(
+        base_eager(from_blocked(x), *size_input, **params), x.shape[4])
 
 
 def _blocked_lower(base_lower):
-    def lower(L, x, **params):
+    def lower(L, x, *size_input, **params):
         n, cb, h, w, p = L.types[0].shape
         y = base_lower(_NchwContext(L, [TensorType((n, cb * p, h, w), L.types[0].dtype)]),
-                       _r_from_blocked(L.R, x, L.types[0]), **params)
+                       _r_from_blocked(L.R, x, L.types[0]), *size_input, **params)
         return _r_to_blocked(L.R, y, L.out)
     return lower
 
@@ -279,7 +281,7 @@ def _adaptive_emit(em, types, p, inputs):
 def _resize_emit(em, types, p, inputs):
     return em.opr(warp.RESIZE, {"imode": warp._RESIZE_MODES[p["mode"]],
                                 "format": FORMATS[types[0].shape[4]]},
-                  [inputs[0], warp._size_const(em, p["size"])])
+                  [inputs[0], inputs[1] if len(inputs) > 1 else warp._size_const(em, p["size"])])
 
 
 register(OpDef("adaptive_pool2d_nchwxx", params={"mode": "average", "out": (1, 1)},
@@ -287,7 +289,8 @@ register(OpDef("adaptive_pool2d_nchwxx", params={"mode": "average", "out": (1, 1
                infer=_blocked_infer("adaptive_pool2d_nchwxx", image._adaptive_infer),
                lower=_blocked_lower(image._adaptive_lower), mge=MgeComposite(_adaptive_emit),
                vjp=NOT_DIFFERENTIABLE))
-register(OpDef("resize_nchwxx", params={"size": (1, 1), "mode": "linear"},
+register(OpDef("resize_nchwxx", params={"size": (1, 1), "mode": "linear"}, shape_input=True,
+               shape_param="size",
                eager=_blocked_eager(warp._resize_eager),
                infer=_blocked_infer("resize_nchwxx", warp._resize_infer),
                lower=_blocked_lower(warp._resize_lower), mge=MgeComposite(_resize_emit),
