@@ -74,7 +74,8 @@ KNOWN_V1 |= {"UniformRNGV1", "GaussianRNGV1", "GammaRNG", "PoissonRNG", "BetaRNG
 # FBS (V1) files key oprs by MGB_HASH_STR of the C++ token: the serialized name with its
 # trailing NUL, where a few tokens keep a version suffix the FBS_V2 name dropped.
 V1_TOKENS = {"Convolution": "ConvolutionV2", "ConvBiasForward": "ConvBiasForwardV4",
-             "ConvolutionBackwardData": "ConvolutionBackwardDataV2"}
+             "ConvolutionBackwardData": "ConvolutionBackwardDataV2",
+             "BatchConvBiasForward": "BatchConvBiasForwardV1"}
 
 
 @lru_cache(maxsize=None)

@@ -24,11 +24,154 @@ class BatchConvBias(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # BatchConvBias
+    def NonlineMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BatchConvBias
+    def Mode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BatchConvBias
+    def PadH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BatchConvBias
+    def PadW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BatchConvBias
+    def StrideH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # BatchConvBias
+    def StrideW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # BatchConvBias
+    def DilateH(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # BatchConvBias
+    def DilateW(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # BatchConvBias
+    def Sparse(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BatchConvBias
+    def Format(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # BatchConvBias
+    def ComputeMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def BatchConvBiasStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(11)
 
 def Start(builder):
     BatchConvBiasStart(builder)
+
+def BatchConvBiasAddNonlineMode(builder, nonlineMode):
+    builder.PrependUint32Slot(0, nonlineMode, 0)
+
+def AddNonlineMode(builder, nonlineMode):
+    BatchConvBiasAddNonlineMode(builder, nonlineMode)
+
+def BatchConvBiasAddMode(builder, mode):
+    builder.PrependUint32Slot(1, mode, 0)
+
+def AddMode(builder, mode):
+    BatchConvBiasAddMode(builder, mode)
+
+def BatchConvBiasAddPadH(builder, padH):
+    builder.PrependUint32Slot(2, padH, 0)
+
+def AddPadH(builder, padH):
+    BatchConvBiasAddPadH(builder, padH)
+
+def BatchConvBiasAddPadW(builder, padW):
+    builder.PrependUint32Slot(3, padW, 0)
+
+def AddPadW(builder, padW):
+    BatchConvBiasAddPadW(builder, padW)
+
+def BatchConvBiasAddStrideH(builder, strideH):
+    builder.PrependUint32Slot(4, strideH, 1)
+
+def AddStrideH(builder, strideH):
+    BatchConvBiasAddStrideH(builder, strideH)
+
+def BatchConvBiasAddStrideW(builder, strideW):
+    builder.PrependUint32Slot(5, strideW, 1)
+
+def AddStrideW(builder, strideW):
+    BatchConvBiasAddStrideW(builder, strideW)
+
+def BatchConvBiasAddDilateH(builder, dilateH):
+    builder.PrependUint32Slot(6, dilateH, 1)
+
+def AddDilateH(builder, dilateH):
+    BatchConvBiasAddDilateH(builder, dilateH)
+
+def BatchConvBiasAddDilateW(builder, dilateW):
+    builder.PrependUint32Slot(7, dilateW, 1)
+
+def AddDilateW(builder, dilateW):
+    BatchConvBiasAddDilateW(builder, dilateW)
+
+def BatchConvBiasAddSparse(builder, sparse):
+    builder.PrependUint32Slot(8, sparse, 0)
+
+def AddSparse(builder, sparse):
+    BatchConvBiasAddSparse(builder, sparse)
+
+def BatchConvBiasAddFormat(builder, format):
+    builder.PrependUint32Slot(9, format, 0)
+
+def AddFormat(builder, format):
+    BatchConvBiasAddFormat(builder, format)
+
+def BatchConvBiasAddComputeMode(builder, computeMode):
+    builder.PrependUint32Slot(10, computeMode, 0)
+
+def AddComputeMode(builder, computeMode):
+    BatchConvBiasAddComputeMode(builder, computeMode)
 
 def BatchConvBiasEnd(builder):
     return builder.EndObject()

@@ -1,15 +1,12 @@
 """`F.quantized`: MegEngine's inference-only quantized convolutions (ConvBias,
-BatchConvBias, ConvolutionBackwardData on qint8 tensors), run eagerly with integer
-accumulation (see megtrace/ops/quantized_eager.py for the arithmetic)."""
+BatchConvBias, ConvolutionBackwardData on qint8 tensors) with integer accumulation, as
+registry ops: eager (megtrace/ops/quantized_eager.py's arithmetic), traced and dumped."""
 from __future__ import annotations
 
 from typing import Tuple, Union
 
-import numpy as np
-
-from ..dispatch import active_recorder, apply
+from ..dispatch import apply
 from ..ops import quantized_eager as Q
-from ..ops.conv import conv_nd_eager
 from ..ops.quantized import spec
 from ..tensor import Tensor
 
@@ -35,25 +32,6 @@ def _quantized_tensor(fn: str, what: str, t: Tensor) -> Tensor:
     return t
 
 
-def _quantized_value(fn: str, what: str, t: Tensor) -> np.ndarray:
-    if active_recorder() is not None:
-        raise NotImplementedError(f"{fn} on quantized dtypes runs eagerly only; megtrace "
-                                  "traces F.quantized.conv_bias_activation and "
-                                  "conv_transpose2d")
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{fn}: {what} must be a Tensor; got {type(t).__name__}")
-    arr = t.numpy()
-    if not Q.is_quantized_array(arr):
-        raise TypeError(f"{fn}: {what} must have a quantized dtype (qint8, quint8, ...); "
-                        f"got {arr.dtype}")
-    return arr
-
-
-def _centered(arr: np.ndarray) -> np.ndarray:
-    """Stored integers minus the zero point, as int64."""
-    return Q.storage(arr).astype(np.int64) - int(Q.mgb_meta(arr.dtype).get("zero_point", 0))
-
-
 def _check_modes(fn: str, conv_mode: str, compute_mode: str) -> None:
     if str(conv_mode).lower() != "cross_correlation":
         raise NotImplementedError(f"{fn}: conv_mode {conv_mode!r}; megtrace runs "
@@ -61,21 +39,6 @@ def _check_modes(fn: str, conv_mode: str, compute_mode: str) -> None:
     if str(compute_mode).lower() != "default":
         raise ValueError(f"{fn}: compute_mode must be 'default' for quantized dtypes; got "
                          f"{compute_mode!r}")
-
-
-def _grouped_weight(w: np.ndarray, groups: int) -> np.ndarray:
-    if groups == 1:
-        if w.ndim != 4:
-            raise ValueError(f"weight must be 4-d (oc, ic, kh, kw) when groups=1; got {w.shape}")
-        return w[None]
-    if w.ndim != 5 or w.shape[0] != groups:
-        raise ValueError(f"weight must be 5-d (groups, oc/groups, ic/groups, kh, kw) with "
-                         f"groups={groups}; got {w.shape}")
-    return w
-
-
-def _scale_product(x: np.ndarray, w: np.ndarray) -> float:
-    return float(np.float32(Q.scale_of(x.dtype)) * np.float32(Q.scale_of(w.dtype)))
 
 
 def conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=None,
@@ -103,24 +66,19 @@ def batch_conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=
                                nonlinear_mode="identity", conv_mode="cross_correlation",
                                compute_mode="default") -> Tensor:
     """MegEngine's BatchConvBias: like `conv_bias_activation`, but sample n of the batch
-    is convolved with its own weight `weight[n]` (weight: (N, OC, IC, KH, KW))."""
+    is convolved with its own weight `weight[n]` (weight: (N, OC, IC, KH, KW)); the
+    quantized_batch_conv_bias op: eager, traced and dumped."""
     fn = "batch_conv_bias_activation"
     _check_modes(fn, conv_mode, compute_mode)
     if int(groups) != 1:
         raise NotImplementedError(f"{fn}: groups must be 1")
-    x = _quantized_value(fn, "inp", inp)
-    w = _quantized_value(fn, "weight", weight)
-    b = _quantized_value(fn, "bias", bias) if bias is not None else None
-    if x.ndim != 4 or w.ndim != 5 or w.shape[0] != x.shape[0] or w.shape[2] != x.shape[1]:
-        raise ValueError(f"{fn}: inp (N, IC, H, W) and weight (N, OC, IC, KH, KW) do not "
-                         f"match: {x.shape} vs {w.shape}")
-    xc, wc = _centered(x), _centered(w)
-    s, p, d = _pair("stride", stride, True), _pair("padding", padding), \
-        _pair("dilation", dilation, True)
-    acc = np.concatenate([conv_nd_eager(xc[n:n + 1], wc[n][None], s, p, d)
-                          for n in range(x.shape[0])])
-    out = Q.conv_bias(acc, b, _scale_product(x, w), nonlinear_mode, dtype)
-    return Tensor._wrap(out, device=inp.device)
+    tensors = [_quantized_tensor(fn, "inp", inp), _quantized_tensor(fn, "weight", weight)]
+    if bias is not None:
+        tensors.append(_quantized_tensor(fn, "bias", bias))
+    return apply("quantized_batch_conv_bias", *tensors, stride=_pair("stride", stride, True),
+                 padding=_pair("padding", padding), dilation=_pair("dilation", dilation, True),
+                 groups=1, nonlinear_mode=str(nonlinear_mode).lower(),
+                 dtype=None if dtype is None else spec(dtype))
 
 
 def conv_transpose2d(inp: Tensor, weight: Tensor, bias: Tensor = None, dtype=None,

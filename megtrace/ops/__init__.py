@@ -13,6 +13,7 @@ from . import nhwcd4  # noqa: F401  (NHWCD4 image layout: optimize_for_inference
 from . import indexing_incr  # noqa: F401  (gradient of gathers)
 from . import quant  # noqa: F401  (fake quantization: quantization)
 from . import quantized  # noqa: F401  (ops on MegEngine's quantized dtypes: module.quantized)
+from . import quantized_batch_conv  # noqa: F401  (F.quantized.batch_conv_bias_activation)
 from . import region_conv  # noqa: F401  (F.nn.region_restricted_conv)
 from . import complex  # noqa: F401  (complex64: F.polar, eager only)
 from . import norm13  # noqa: F401  (GeneralNorm, LRN: F.nn.general_norm, local_response_norm)

@@ -211,42 +211,72 @@ def _pool_lower(L, x, *, mode, kernel, stride, padding):
 
 
 def _pool_vjp(V, inputs, outputs, grads, *, mode, kernel, stride, padding):
-    """A depthwise transposed convolution spreads each output's gradient over its window
-    (MegEngine's PoolingBackward): for max over the window's elements equal to the
-    maximum (all of them on ties, as MegEngine), through one one-hot kernel per window
-    offset; for average, divided by the window's size (or its count without padding)."""
+    """Each output's gradient spread over its window (MegEngine's PoolingBackward): for max
+    onto the window's elements equal to the maximum (all of them on ties, as MegEngine),
+    for average divided by the window's size (or its count without padding)."""
     (x,), (y,), (g,) = inputs, outputs, grads
     n, c, h, w = x.shape
     oh, ow = y.shape[2:]
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
-    taps = kh * kw
     if mode == "max":
         xp = x if not (ph or pw) else V.apply(
             "pad", x, pad_width=((0, 0), (0, 0), (ph, ph), (pw, pw)), mode="constant",
             value=float("-inf"))
-        parts = []
-        for i in range(kh):
-            for j in range(kw):
-                patch = V.apply("subtensor", xp, index=(
-                    (2, i, i + sh * (oh - 1) + 1, sh, None),
-                    (3, j, j + sw * (ow - 1) + 1, sw, None)))
-                parts.append(V.apply("expand_dims", V.select(V.apply("eq", patch, y), g),
-                                     axis=(2,)))
-        spread = V.apply("concat", *parts, axis=2) if taps > 1 else parts[0]
-        spread = V.apply("reshape", spread, shape=(n, c * taps, oh, ow))
-        kernel_w = np.broadcast_to(np.eye(taps).reshape(1, taps, 1, kh, kw),
-                                   (c, taps, 1, kh, kw))
+
+        def part(i, j):
+            patch = V.apply("subtensor", xp, index=(
+                (2, i, i + sh * (oh - 1) + 1, sh, None),
+                (3, j, j + sw * (ow - 1) + 1, sw, None)))
+            return V.select(V.apply("eq", patch, y), g)
     else:
         if mode == "average":
-            spread = g / V.const(taps, g)
+            spread = g / V.const(kh * kw, g)
         else:
             ones = np.ones((1, 1, h, w))
             count = eager_kernels.pool2d_sum(ones, kernel, stride, padding, (oh, ow))
             spread = g / V.const(count, g)
-        kernel_w = np.ones((c, 1, 1, kh, kw))
-    extra = ((h + 2 * ph - kh) % sh, (w + 2 * pw - kw) % sw)
-    return (V.apply("conv_transpose2d", spread, V.const(np.ascontiguousarray(kernel_w), g),
-                    stride=tuple(stride), padding=tuple(padding), output_padding=extra),)
+
+        def part(i, j):
+            return spread
+    return (_spread_windows(V, part, (n, c, h, w), (oh, ow), kernel, stride, padding),)
+
+
+def _spread_windows(V, part, x_shape, out_hw, kernel, stride, padding):
+    """The input gradient of a pooling whose window tap (i, j) receives `part(i, j)`
+    (N, C, OH, OW): tap i of output row q lands on padded row i + s*q, so padded row
+    s*a + r sums the taps i = r + s*t at q = a - t. Each phase (r, c) is a sum of
+    shifted parts (element-wise work, not a transposed convolution that multiplies
+    by a one-hot kernel); the phases interleave, and the padding is cropped."""
+    n, c, h, w = x_shape
+    (oh, ow), (kh, kw), (sh, sw), (ph, pw) = out_hw, kernel, stride, padding
+    th, tw = -(-kh // sh), -(-kw // sw)           # taps per phase (at most)
+    qh, qw = oh + th - 1, ow + tw - 1             # phase rows and columns
+    rows = []
+    for r in range(sh):
+        cols = []
+        for q in range(sw):
+            total = None
+            for i in range(r, kh, sh):
+                for j in range(q, kw, sw):
+                    term = part(i, j)
+                    a, b = i // sh, j // sw
+                    if (a, b, th - 1 - a, tw - 1 - b) != (0, 0, 0, 0):
+                        term = V.apply("pad", term, pad_width=(
+                            (0, 0), (0, 0), (a, th - 1 - a), (b, tw - 1 - b)))
+                    total = term if total is None else total + term
+            if total is None:
+                total = V.apply("broadcast_to", V.const(0, part(0, 0)),
+                                shape=(n, c, qh, qw))
+            cols.append(V.apply("expand_dims", total, axis=(3, 5)))
+        rows.append(cols[0] if sw == 1 else V.apply("concat", *cols, axis=5))
+    full = rows[0] if sh == 1 else V.apply("concat", *rows, axis=3)   # (N, C, QH, s, QW, s)
+    full = V.apply("reshape", full, shape=(n, c, qh * sh, qw * sw))
+    lack_h, lack_w = max(0, ph + h - qh * sh), max(0, pw + w - qw * sw)
+    if lack_h or lack_w:                    # rows no window reaches: zero gradient
+        full = V.apply("pad", full, pad_width=((0, 0), (0, 0), (0, lack_h), (0, lack_w)))
+    return V.apply("subtensor", full, index=((2, ph, ph + h, None, None),
+                                             (3, pw, pw + w, None, None)))
+
 
 POOLING = MgeOpr(
     "PoolingV1", "Pooling",

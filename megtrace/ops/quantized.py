@@ -176,6 +176,14 @@ def _conv_lower(L, x, w, *bias, stride, padding, dilation, groups, nonlinear_mod
     acc = R.nn.conv2d(lower_centered(L, x, tx.quant), wi, strides=tuple(stride),
                       padding=tuple(padding), dilation=tuple(dilation), groups=int(groups),
                       out_dtype="int32")
+    return lower_conv_epilogue(L, acc, bias, nonlinear_mode, dtype)
+
+
+def lower_conv_epilogue(L, acc, bias, nonlinear_mode, dtype):
+    """ConvBias after the int32 accumulation (inputs 0 and 1 the quantized input and
+    weight): the bias added, the nonlinearity, the TypeCvt to `dtype`, as Q.conv_bias."""
+    R = L.R
+    tx, tw = L.types[0], L.types[1]
     if bias:
         acc = R.add(acc, R.reshape(bias[0], (1, L.out.shape[1], 1, 1)))
     if str(nonlinear_mode).lower() == "relu":

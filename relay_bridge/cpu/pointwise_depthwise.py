@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .._tvm import tvm
 from .epilogue import Epilogue, blocked_output
-from .layout import BLOCK, blocks
+from .layout import BLOCK, blocks, ceil_div
 from .primfunc import parallel_if, scheduled_func, vectorize_inner
 
 ENV = "MEGTRACE_EXPAND_DEPTHWISE"      # 0/off: always two kernels
@@ -36,6 +36,13 @@ STRIP_BYTES = 160 << 10                               # expanded rows per strip:
 # stride 2 0.28 -> 0.29 ms; 28x28 0.24 -> 0.24 ms, 14x14 0.44 -> 0.45 ms, 7x7 (the
 # tile wastes 2 of 9 columns) 0.56 -> 0.70 ms.
 MIN_EXPANDED_BYTES = 1 << 20
+# ... and one image's expanded tensor must be this large: at batch 8 (1 thread, CPU
+# time, per-kernel minima) the 28x28 pairs (602 KB an image) gain fused (1.41-1.47 ->
+# 1.01-1.22 ms), the 14x14 and 7x7 ones lose (96->576 @14 1.64-1.86 -> 1.92-2.07 ms,
+# 160->960 @7 1.01-1.09 -> 1.46-1.50 ms): their 1x1 work on halo rows and padding
+# columns (16x16 for 14x14, 9x9 for 7x7) costs more than the expanded tensor's trip
+# through L3.
+MIN_IMAGE_EXPANDED_BYTES = 512 << 10
 
 
 @dataclass(frozen=True)
@@ -72,32 +79,28 @@ class Tiling:
     reg: int         # depthwise tile columns
     owp: int         # depthwise columns computed (>= ow, a multiple of reg)
     reg1: int        # 1x1 tile columns; divides the expanded row width
+    w2: int          # expanded columns computed (>= (owp - 1) * s + 3)
 
-    def width(self, s: int) -> int:
-        return (self.owp - 1) * s + 3
+
+DW_REG_CHOICES = (4, 7, 3, 2)     # depthwise tile widths, preferred first (depthwise.py)
 
 
 def tiling(shape: PairShape) -> Tiling | None:
-    """Strip height and tile widths: the fewest wasted columns, then the tallest strip
-    whose expanded rows fit STRIP_BYTES; None when no width fits."""
-    s, best = shape.stride, None
-    for owp in range(shape.ow, shape.ow + 9):
-        for reg in (4, 2, 7, 3):
-            if owp % reg:
-                continue
-            w2 = (owp - 1) * s + 3
-            reg1 = next((r for r in REG1_CHOICES if w2 % r == 0), None)
-            if reg1 is not None and (best is None or owp < best[0]):
-                best = (owp, reg, reg1)
-        if best is not None:
-            break
-    if best is None:
-        return None
-    owp, reg, reg1 = best
-    w2 = (owp - 1) * s + 3
+    """Strip height and tile widths: the depthwise tile of 4 columns unless another
+    wastes fewer (a 2-column tile ran the 56-wide layers at half the rate), the expanded
+    rows widened to the next multiple of a 1x1 tile width (those extra columns cost
+    less than a narrower depthwise tile: 112 s2 needs 113 columns, prime), then the
+    tallest strip whose expanded rows fit STRIP_BYTES; None when nothing fits."""
+    s = shape.stride
+    reg = min(DW_REG_CHOICES, key=lambda r: (ceil_div(shape.ow, r) * r - shape.ow,
+                                             DW_REG_CHOICES.index(r)))
+    owp = ceil_div(shape.ow, reg) * reg
+    need = (owp - 1) * s + 3
+    w2, reg1 = min(((ceil_div(need, r) * r, r) for r in REG1_CHOICES),
+                   key=lambda wr: (wr[0], REG1_CHOICES.index(wr[1])))
     fits = [r for r in range(1, shape.oh + 1) if shape.oh % r == 0
             and (r * s + 2) * w2 * BLOCK * 4 <= STRIP_BYTES]
-    return Tiling(max(fits), reg, owp, reg1) if fits else None
+    return Tiling(max(fits), reg, owp, reg1, w2) if fits else None
 
 
 def mode() -> str:
@@ -107,11 +110,13 @@ def mode() -> str:
 
 
 def applies(shape: PairShape) -> bool:
-    """Stride 1 or 2, a tiling exists, and the expanded tensor would leave the cache."""
+    """Stride 1 or 2, a tiling exists, and the expanded tensor would leave the cache
+    (and be large for each image: see MIN_IMAGE_EXPANDED_BYTES)."""
     if mode() == "off":
         return False
-    expanded = shape.n * blocks(shape.e) * BLOCK * shape.h * shape.w * 4
-    return shape.stride in (1, 2) and expanded >= MIN_EXPANDED_BYTES \
+    image = blocks(shape.e) * BLOCK * shape.h * shape.w * 4
+    return shape.stride in (1, 2) and image * shape.n >= MIN_EXPANDED_BYTES \
+        and image >= MIN_IMAGE_EXPANDED_BYTES \
         and tiling(shape) is not None
 
 
@@ -127,7 +132,7 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
         raise ValueError(f"expand_depthwise: no tiling for {shape}")
     s, (h, w) = shape.stride, (shape.h, shape.w)
     cb, eb = blocks(shape.c), blocks(shape.e)
-    r_rows, w2 = til.rows * s + 2, til.width(s)
+    r_rows, w2 = til.rows * s + 2, til.w2
     x = te.placeholder((shape.n, cb, h, w, BLOCK), "float32", name="x")
     w1 = te.placeholder((eb, cb, 1, 1, BLOCK, BLOCK), "float32", name="w1")
     v1, _ = first.placeholders((eb, BLOCK), ())

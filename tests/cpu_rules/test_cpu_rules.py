@@ -198,12 +198,14 @@ def test_depthwise_rule_after_conv(c, s, rng):
 
 
 @pytest.mark.parametrize("n,c,h,w,e,s", [(1, 16, 28, 28, 96, 2), (2, 24, 14, 15, 40, 1),
-                                         (1, 32, 7, 7, 192, 1), (1, 8, 13, 11, 48, 2)])
+                                         (1, 32, 7, 7, 192, 1), (1, 8, 13, 11, 48, 2),
+                                         (1, 16, 26, 26, 32, 2)])
 def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch):
     """1x1 conv (+bias, ReLU6) feeding a 3x3 depthwise (+bias, ReLU6): one fused kernel
     (at any size here; models fuse only pairs whose expanded tensor leaves the cache)."""
     from megtrace.relay_bridge.cpu import pointwise_depthwise
     monkeypatch.setattr(pointwise_depthwise, "MIN_EXPANDED_BYTES", 0)
+    monkeypatch.setattr(pointwise_depthwise, "MIN_IMAGE_EXPANDED_BYTES", 0)
     x, w0 = f32(rng, n, 3, h, w), f32(rng, c, 3, 1, 1)
     w1, dw = f32(rng, e, c, 1, 1), f32(rng, e, 1, 1, 3, 3)
     b1, b2 = f32(rng, 1, e, 1, 1), f32(rng, 1, e, 1, 1)
@@ -219,6 +221,31 @@ def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch)
     check(cg(x)[0], np.clip(conv_ref(mid, dw, (s, s), (1, 1)) + b2, 0, 6))
 
 
+@pytest.mark.parametrize("shape,reg,owp", [((1, 16, 112, 112, 96, 2), 4, 56),
+                                           ((1, 24, 56, 56, 144, 1), 4, 56),
+                                           ((1, 24, 56, 56, 144, 2), 4, 28),
+                                           ((1, 16, 26, 26, 32, 2), 7, 14)])
+def test_expand_depthwise_tiling_widens_expanded_rows_not_depthwise_tiles(shape, reg, owp):
+    """MobileNetV2's 112 s2 pair needs 113 expanded columns (prime) and its 56 s1 pair
+    58: the 1x1 tile's row is widened rather than the depthwise tile narrowed to 2."""
+    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, tiling
+    pair = PairShape(*shape)
+    t = tiling(pair)
+    assert (t.reg, t.owp) == (reg, owp)
+    need = (t.owp - 1) * pair.stride + 3
+    assert need <= t.w2 < need + t.reg1 and t.w2 % t.reg1 == 0
+    assert pair.oh % t.rows == 0
+
+
+@pytest.mark.parametrize("n,h,e,fused", [(1, 14, 384, False), (8, 14, 384, False),
+                                         (1, 28, 192, False), (8, 28, 192, True),
+                                         (1, 56, 144, True)])
+def test_expand_depthwise_fuses_where_the_expanded_tensor_leaves_the_cache(n, h, e, fused):
+    """In all >= 1 MB and >= 512 KB an image (batch 8: 28x28 pairs fuse, 14x14 ones not)."""
+    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, applies
+    assert applies(PairShape(n, 64, h, h, e, 1)) == fused
+
+
 def test_small_expand_depthwise_pairs_stay_separate(rng):
     x, w0 = f32(rng, 1, 3, 14, 14), f32(rng, 64, 3, 1, 1)
     w1, dw = f32(rng, 384, 64, 1, 1), f32(rng, 384, 1, 1, 3, 3)
@@ -232,6 +259,7 @@ def test_small_expand_depthwise_pairs_stay_separate(rng):
 def test_expand_output_used_twice_is_not_fused(rng, monkeypatch):
     from megtrace.relay_bridge.cpu import pointwise_depthwise
     monkeypatch.setattr(pointwise_depthwise, "MIN_EXPANDED_BYTES", 0)
+    monkeypatch.setattr(pointwise_depthwise, "MIN_IMAGE_EXPANDED_BYTES", 0)
     x, w1, dw = f32(rng, 1, 16, 8, 8), f32(rng, 32, 16, 1, 1), f32(rng, 32, 1, 1, 3, 3)
     b = G()
     y = b.op("relu", b.op("conv2d", b.op("relu", b.op("conv2d", b.input(x),

@@ -1,6 +1,6 @@
 """Samples of the ops on MegEngine's quantized dtypes (quantized_astype,
-quantized_conv_bias, quantized_elemwise). Scales are powers of two, so every scaling is
-exact and the float64 references (loops, C rounding: halves away from zero) see the
+quantized_conv_bias, quantized_batch_conv_bias, quantized_elemwise). Scales are powers of
+two, so every scaling is exact and the float64 references (loops, C rounding: halves away from zero) see the
 same halves as MegEngine's float32 TypeCvt."""
 from __future__ import annotations
 
@@ -159,3 +159,22 @@ SAMPLES.append(Sample("quantized_conv_transpose",
                       _maker(_quantized(Q8, 2, 4, 5, 6), _quantized(D.qint8(0.5), 4, 3, 3, 2)),
                       {"stride": (2, 1), "padding": (1, 0), "dtype": _spec(D.qint8(2.0))},
                       _deconv_ref))
+
+
+def _batch_conv_bias_ref(x, w, *bias, **params):
+    """Sample n convolved with weight[n] by _conv_bias_ref."""
+    return np.concatenate([_conv_bias_ref(x[n:n + 1], w[n], *bias, **params)
+                           for n in range(x.shape[0])])
+
+
+SAMPLES += [
+    Sample("quantized_batch_conv_bias",
+           _maker(_quantized(Q8, 2, 3, 6, 7), _quantized(D.qint8(0.5), 2, 4, 3, 3, 3),
+                  _quantized(D.qint32(0.125), 1, 4, 1, 1, lo=-500, hi=500)),
+           {"padding": (1, 1), "stride": (2, 1), "nonlinear_mode": "relu",
+            "dtype": _spec(D.qint8(4.0))}, _batch_conv_bias_ref),
+    Sample("quantized_batch_conv_bias",
+           _maker(_quantized(Q8, 3, 2, 5, 5), _quantized(D.qint8(0.5), 3, 2, 2, 2, 2)),
+           {"dilation": (2, 1), "dtype": _spec(D.qint8(2.0))}, _batch_conv_bias_ref,
+           tag="no-bias"),
+]
