@@ -9,7 +9,8 @@ kernel call writes an explicitly allocated output: when that output is returned,
 input of the main function with the same shape and dtype is read for the last time by
 the very same kernel, and the kernel reads that input only at the element it writes
 (one data-parallel block, equal single-point regions), the call writes into the input
-instead and the allocation goes. The kernel is called through a copy without the
+instead and the allocation goes; so may a kernel whose output is not returned but read
+by a later one that writes over it in turn (`momentum * buf` before `+ grad`). The kernel is called through a copy without the
 `noalias` attribute, so the compiler may not assume its buffers differ.
 
 The caller must own the donated buffers: CompiledGraph (build.py) hands the VM a copy
@@ -52,6 +53,11 @@ def donate_inputs(mod: Any) -> Any:
     for i, b in enumerate(bindings):
         for v in rx.analysis.free_vars(b.value):
             uses.setdefault(v, []).append(i)
+    out_types = [v.ty for v in returned]
+    # buffers a kernel may write over: inputs of an output's shape and dtype (the ones
+    # CompiledGraph copies first), then the values already written over them
+    writable = {p for p in main.params if any(tvm_ffi.structural_equal(p.ty, t)
+                                              for t in out_types)}
     donated: set = set()
     aliased: dict[str, Any] = {}           # kernel name -> its copy without noalias
     drop: set[int] = set()
@@ -64,13 +70,13 @@ def donate_inputs(mod: Any) -> Any:
         out = args[-1] if args else None
         if out not in values or not _is_alloc(values[out]) or \
                 not (isinstance(alias.value, rx.Var) and alias.value.same_as(out)) or \
-                alias.var not in returned_set or len(uses.get(out, ())) != 2:
+                len(uses.get(out, ())) != 2:
             continue
         func = mod[call.op]
         if not isinstance(func, tvm().tirx.PrimFunc) or len(func.params) != len(args):
             continue
         for j, a in enumerate(args[:-1]):
-            if a not in params or a in donated or a in returned_set or \
+            if a not in writable or a in donated or a in returned_set or \
                     sum(x.same_as(a) for x in args) != 1 or uses[a][-1] != i or \
                     not tvm_ffi.structural_equal(a.ty, out.ty) or \
                     not _pointwise(func, j, len(args) - 1):
@@ -83,6 +89,7 @@ def donate_inputs(mod: Any) -> Any:
             replace[i + 1] = rx.VarBinding(alias.var, a)
             drop.add(index_of[out])
             donated.add(a)
+            writable.add(alias.var)
             break
     if not donated:
         return mod
