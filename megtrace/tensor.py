@@ -46,6 +46,9 @@ class Tensor:
             return self
         if isinstance(data, Tensor):
             self._share(data, dtype, device)
+            if format != "default" and format != data._format:
+                raise RuntimeError(f"format mismatch: {format} vs {data._format}")
+            self._format = data._format      # MegEngine: a tensor from a tensor keeps its format
             if data._var is None:        # an eager value: inside a trace, a constant
                 _created_in_trace(self)
             return self
@@ -290,6 +293,8 @@ class Tensor:
     def __setitem__(self, index, value) -> None:
         if index is Ellipsis:
             self._reset(value)
+            # MegEngine's _reset takes the value's tensor itself, format too (an array: default)
+            self._format = value._format if isinstance(value, Tensor) else "default"
             return
         from .functional.indexing import setitem
         self._reset(setitem(self, index, value))

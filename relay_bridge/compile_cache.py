@@ -29,6 +29,7 @@ from megtrace.ir import Graph
 
 from ._tvm import tvm
 from .cpu.attention import mode as attention_mode
+from .cpu.batch_split import enabled as batch_split_enabled
 from .cpu.fast_math import mode as fast_math_mode
 from .cpu.pointwise_depthwise import mode as expand_depthwise_mode
 from .cpu.winograd import mode as winograd_mode
@@ -171,7 +172,8 @@ def entry_key(graph: Graph, target: Any, rules: bool | None, options: BuildOptio
     h = hashlib.sha256()
     for part in (str(target), repr(options), str(uses_cpu_rules(target, rules)),
                  winograd_mode(), fast_math_mode(),
-                 expand_depthwise_mode(), attention_mode(), _versions(), str(graph)):
+                 expand_depthwise_mode(), attention_mode(), str(batch_split_enabled()),
+                 _versions(), str(graph)):
         h.update(part.encode())
         h.update(b"\0")
     for array in graph.consts.values():

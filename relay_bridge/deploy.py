@@ -120,6 +120,27 @@ def host_cpu_flags() -> set[str] | None:
     return None
 
 
+_AMX_PERMISSION: list[bool] = []
+
+
+def request_amx() -> bool:
+    """Ask Linux for the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM, once per
+    process): without it the first tile instruction dies with SIGILL."""
+    if not _AMX_PERMISSION:
+        import ctypes
+        import platform
+        granted = False
+        if platform.system() == "Linux" and platform.machine() == "x86_64" and \
+                {"amx_tile", "amx_bf16"} <= (host_cpu_flags() or set()):
+            try:
+                libc = ctypes.CDLL(None, use_errno=True)
+                granted = libc.syscall(158, 0x1023, 18) == 0   # arch_prctl, XTILEDATA
+            except (OSError, AttributeError):
+                granted = False
+        _AMX_PERMISSION.append(granted)
+    return _AMX_PERMISSION[0]
+
+
 def check_library(library: Path, manifest: dict[str, Any]) -> None:
     """Refuse, before dlopen, a library that is not the one its manifest describes (a
     torn or swapped file would crash the process with SIGBUS) or that needs ISA
@@ -137,6 +158,11 @@ def check_library(library: Path, manifest: dict[str, Any]) -> None:
         raise ValueError(f"{str(library)!r} was built for {manifest['target'].get('mcpu')} and "
                          f"needs CPU features this machine lacks: {', '.join(missing)}; "
                          "export it for this machine's target")
+    mattr = (manifest.get("target") or {}).get("mattr") or []
+    if "+amx-tile" in mattr and not request_amx():
+        raise ValueError(f"{str(library)!r} uses AMX tiles and Linux refused this process "
+                         "their state (arch_prctl ARCH_REQ_XCOMP_PERM); export it with "
+                         "MEGTRACE_AMX=0")
 
 
 def _missing_isa(target: dict[str, Any]) -> set[str]:

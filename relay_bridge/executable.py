@@ -23,7 +23,9 @@ from megtrace.errors import CompileError, MegtraceError
 from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
+from .cpu_tir_pipeline import cpu_tir_pipeline
 from .donate import donate_pass
+from .gc_pause import collector_paused
 from .parallel_build import build_threads, parallel_build
 from .pipelines import lower_graph, tuned_pipeline
 from .targets import resolve
@@ -93,11 +95,16 @@ def build_executable(graph: Graph, target: Any = None, *, rules: bool | None = N
     options = options or BuildOptions()
     if not 0 <= options.opt_level <= 3:
         raise ValueError(f"opt_level must be 0..3; got {options.opt_level}")
-    if options.opt_level < 2:
-        return _build_leveled(graph, tgt, options)
     if options.opt_level == 3 and options.tuning_dir is not None and tgt.kind.name == "llvm":
         from .tuning import tuned_executable
-        return tuned_executable(graph, tgt, options.tuning_dir)
+        return tuned_executable(graph, tgt, options.tuning_dir)   # may tune for minutes
+    with collector_paused():         # a build of seconds: no gen-2 passes over the heap
+        return _untuned_build(graph, tgt, rules, options)
+
+
+def _untuned_build(graph: Graph, tgt: Any, rules: bool | None, options: BuildOptions) -> Built:
+    if options.opt_level < 2:
+        return _build_leveled(graph, tgt, options)
     if uses_cpu_rules(tgt, rules):
         try:
             return _build_with_rules(graph, tgt, options)
@@ -123,7 +130,8 @@ def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions) -> Built:
     extra = (donate_pass(),) if options.donate else ()
     ex = relax_build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
                                             fuse_reduce=options.fuse_reduce, kernels=kernels,
-                                            before_finalize=extra))
+                                            before_finalize=extra),
+                     cpu_tir_pipeline())
     return Built(ex, tgt, "cpu-rules", time.perf_counter() - start, used, kernels)
 
 
@@ -165,14 +173,16 @@ def build_tuned_executable(graph: Graph, target: Any, database: Any, base: str) 
     return Built(ex, tgt, "tuned", time.perf_counter() - start, used)
 
 
-def relax_build(tgt: Any, mod: Any, pipeline: Any) -> Any:
+def relax_build(tgt: Any, mod: Any, pipeline: Any, tir_pipeline: str = "default") -> Any:
     """relax.build; on llvm targets the kernels are compiled on several threads (and,
     for this machine, their machine code made there too: see parallel_build)."""
     threads = build_threads() if tgt.kind.name == "llvm" else 1
     try:
         with tgt, tvm().transform.PassContext(opt_level=3):
             if threads > 1:
-                return parallel_build(mod, tgt, pipeline, threads, jit=is_host(tgt))
-            return relax().build(mod, target=tgt, relax_pipeline=pipeline)
+                return parallel_build(mod, tgt, pipeline, threads, jit=is_host(tgt),
+                                      tir_pipeline=tir_pipeline)
+            return relax().build(mod, target=tgt, relax_pipeline=pipeline,
+                                 tir_pipeline=tir_pipeline)
     except Exception as e:
         raise CompileError(f"TVM failed to build the graph for {tgt}: {e}") from e

@@ -36,10 +36,11 @@ def build_threads() -> int:
     return max(1, min(cores, 4))
 
 
-def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool) -> Any:
-    """`relax.build(mod, tgt, relax_pipeline=pipeline)` with the kernels built on
-    `threads` threads; `jit`: also make their machine code there (a build for this
-    machine's CPU, about to run). Call it inside `with tgt, PassContext(...)`."""
+def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool,
+                   tir_pipeline: str = "default") -> Any:
+    """`relax.build(mod, tgt, relax_pipeline=pipeline, tir_pipeline=tir_pipeline)` with
+    the kernels built on `threads` threads; `jit`: also make their machine code there (a
+    build for this machine's CPU, about to run). Call it inside `with tgt, PassContext(...)`."""
     t = tvm()
     vm_build = importlib.import_module("tvm.relax.vm_build")
     with tgt:
@@ -55,7 +56,7 @@ def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool) -
     lib = None
     if tir_mod is not None and len(tir_mod.get_global_vars()) > 0:
         tir_mod = vm_build._auto_attach_system_lib_prefix(tir_mod, tgt, None)
-        libs = _build_parts(t, tir_mod, tgt, threads, jit)
+        libs = _build_parts(t, tir_mod, tgt, threads, jit, tir_pipeline)
         lib = libs[0]
         for other in libs[1:] + device_libs:
             lib.import_module(other)
@@ -63,7 +64,8 @@ def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool) -
                                                           params))
 
 
-def _build_parts(t: Any, tir_mod: Any, tgt: Any, threads: int, jit: bool) -> list:
+def _build_parts(t: Any, tir_mod: Any, tgt: Any, threads: int, jit: bool,
+                 tir_pipeline: str) -> list:
     """The kernels of `tir_mod` as up to `threads` runtime modules, in module order
     dealt round-robin (neighbouring kernels of a network differ most in size)."""
     items = sorted(tir_mod.functions.items(), key=lambda kv: kv[0].name_hint)
@@ -73,7 +75,8 @@ def _build_parts(t: Any, tir_mod: Any, tgt: Any, threads: int, jit: bool) -> lis
 
     def build(functions: dict) -> Any:
         with tgt, context:
-            lib = t.tirx.build(t.IRModule(functions, attrs=tir_mod.attrs), target=tgt)
+            lib = t.tirx.build(t.IRModule(functions, attrs=tir_mod.attrs), target=tgt,
+                               pipeline=tir_pipeline)
         if jit:
             # LLVM makes machine code for the whole module on the first lookup
             name = next(iter(functions.values())).attrs["global_symbol"]

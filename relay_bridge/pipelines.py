@@ -11,10 +11,13 @@ from typing import Any
 
 from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
+from .cpu.batch_split import split_batch
+from .cpu.common_subexpr import merge_common_subexprs
 from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
 from .lower import to_relax
+from .targets import has_amx
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +26,12 @@ def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
     """(IRModule, rule kernels used): base "rules" is the CPU rules' lowering (hand
     kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
+    graph = merge_common_subexprs(graph)     # a value computed twice is computed once
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
     if base == "rules":
-        return to_relax_cpu(graph)
+        # early layers image by image at batch > 1 (cpu/batch_split.py)
+        return to_relax_cpu(split_batch(graph), amx=has_amx(target))
     return to_relax(graph), []
 
 

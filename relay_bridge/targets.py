@@ -5,7 +5,7 @@ import os
 from typing import Any
 
 from ._tvm import tvm
-from .deploy import host_cpu_flags
+from .deploy import host_cpu_flags, request_amx
 
 PRESETS: dict[str, dict[str, Any]] = {
     "x86-avx2": {"kind": "llvm", "mcpu": "haswell"},
@@ -34,14 +34,34 @@ def _masked_features(cpu: str) -> list[str]:
     return [f"-{llvm}" for llvm, os_flag in _MASKABLE if llvm in has and os_flag not in flags]
 
 
+AMX_ENV = "MEGTRACE_AMX"          # 0/off: no AMX tiles (cpu/amx.py) in host builds
+AMX_ATTRS = ("+amx-tile", "+amx-bf16")
+
+
+def amx_wanted() -> bool:
+    """MEGTRACE_AMX is not 0/off and Linux lends this process the AMX tile state."""
+    off = os.environ.get(AMX_ENV, "1").strip().lower() in ("0", "off", "false", "no")
+    return not off and request_amx()
+
+
+def has_amx(target: Any) -> bool:
+    """Whether kernels built for `target` (a resolved llvm Target) may use AMX tiles here:
+    its -mattr names them and this process may run them."""
+    if target.kind.name != "llvm":
+        return False
+    mattr = [str(a) for a in (target.attrs.get("mattr") or [])]
+    return all(a in mattr for a in AMX_ATTRS) and request_amx()
+
+
 def host_target() -> dict[str, Any]:
     """The machine we run on: llvm with the detected -mcpu, minus the ISA extensions the OS
-    does not enable, and every core."""
+    does not enable, plus AMX where the process may use it (LLVM names this host by a
+    CPU model without it), and every core."""
     cpu = tvm().target.codegen.llvm_get_system_cpu()
     spec: dict[str, Any] = {"kind": "llvm", "mcpu": cpu, "num-cores": os.cpu_count() or 1}
-    masked = _masked_features(cpu)
-    if masked:
-        spec["mattr"] = masked
+    mattr = _masked_features(cpu) + (list(AMX_ATTRS) if amx_wanted() else [])
+    if mattr:
+        spec["mattr"] = mattr
     return spec
 
 

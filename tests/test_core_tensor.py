@@ -150,3 +150,25 @@ def test_concat_and_stack_promote_mixed_dtypes():
     np.testing.assert_array_equal(joined.numpy(), np.concatenate([a, b]).astype(np.float32))
     stacked = F.stack([mge.tensor(a), mge.tensor(b)], axis=0)
     np.testing.assert_array_equal(stacked.numpy(), np.stack([a, b]).astype(np.float32))
+
+
+def test_format_follows_megengines_tensor_and_reset_rules():
+    """As real MegEngine 1.13 does (checked in its chroot): a tensor made from a tensor
+    keeps its format, another format is refused; x[...] = v takes v's format (an array's:
+    default); in-place arithmetic keeps it."""
+    data = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    a = mge.tensor(data, format="nhwc")
+    assert mge.tensor(a).format == "nhwc"
+    assert mge.tensor(a, format="nhwc").format == "nhwc"
+    with pytest.raises(RuntimeError, match="format mismatch: nchw vs nhwc"):
+        mge.tensor(a, format="nchw")
+    b = mge.tensor(a)
+    b[...] = mge.tensor(data, format="nchw")
+    assert b.format == "nchw"
+    b.format = "nhwc"
+    b[...] = data
+    assert b.format == "default"
+    np.testing.assert_array_equal(b.numpy(), data)
+    b.format = "nhwc"
+    b += 1
+    assert b.format == "nhwc"

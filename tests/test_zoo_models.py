@@ -13,8 +13,13 @@ from zoo_models import FAMILIES
 import megtrace as mge
 import megtrace.module as M
 from megtrace.jit import trace
+from megtrace.relay_bridge.targets import amx_wanted
 
 DATA = Path(__file__).resolve().parent / "data" / "zoo_golden"
+# Traced against eager: float32 FMA kernels agree within ~2e-6; where dense GEMMs run on
+# AMX tiles (relay_bridge/cpu/amx.py: each operand as bf16 hi + lo, 16 of float32's 24
+# mantissa bits) a transformer's stacked layers reach ~1e-5 (CLIP at batch 8: 0.8-1.7e-5).
+TRACED_TOL = 3e-5 if amx_wanted() else 1e-5
 GOLDEN = ["resnet", "shufflenet_v2", "deeplabv3plus", "bert", "dcgan_generator", "shufflenet_v1"]
 
 # Families that need a piece still missing from megtrace: strict xfail, so each turns into
@@ -97,7 +102,7 @@ def test_eager_and_traced_agree_at_batch_1_and_8(name, rng):
         got = _as_list(infer(*[mge.tensor(v) for v in inputs.values()]))
         assert len(got) == len(want)
         for g, w in zip(got, want):
-            assert rel_err(g, w) <= 1e-5, (name, batch)
+            assert rel_err(g, w) <= TRACED_TOL, (name, batch)
 
 
 @pytest.mark.slow

@@ -12,6 +12,8 @@ measurements behind them):
 - depthwise.py depthwise conv2d on NCHW16c, 4x16 tile
 - pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
+- amx.py        float32 dense GEMMs as three bf16 AMX tile products (hi/lo split;
+               hosts with AMX, MEGTRACE_AMX=0: dense.py)
 - matmul.py    batched matmul of two runtime tensors (attention), same tile
 - attention.py softmax(q @ k^T) @ v as one kernel per head and row block
                (MEGTRACE_FUSED_ATTENTION=0: three kernels)

@@ -32,7 +32,7 @@ from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention,
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
-from . import attention as att, huge_pages, winograd
+from . import amx as amx_rule, attention as att, huge_pages, winograd
 from .views import trace_view
 
 log = logging.getLogger(__name__)
@@ -42,25 +42,31 @@ class NotApplicable(Exception):
     """A rule declines a node it could compute, because the default path is faster."""
 
 
-def to_relax_cpu(graph: Graph, func_name: str = "main") -> tuple[Any, list[str]]:
-    """The IRModule, and the names of the rules used (one entry per kernel)."""
+def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False
+                 ) -> tuple[Any, list[str]]:
+    """The IRModule, and the names of the rules used (one entry per kernel); `amx`: the
+    target may use AMX tiles (dense GEMMs then take amx.py's rule)."""
     missing = sorted({n.op.name for n in graph.nodes if n.op.lower is None})
     if missing:
         raise UnsupportedOpError(f"to_relax: no Relax lowering for {', '.join(missing)}")
-    return _CpuLowering(graph).build(func_name)
+    return _CpuLowering(graph, amx).build(func_name)
 
 
 class _CpuLowering:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, amx: bool = False):
         self.graph = graph
+        self.amx = amx
         self.rx = relax()
         self.bb = self.rx.BlockBuilder()
         self.plain: dict[Var, Any] = {}
         self.blocked: dict[Var, Any] = {}
+        self.packed: dict[tuple[Var, int], Any] = {}      # runtime conv weights, packed
         self.used: list[str] = []
+        self.weights = huge_pages.Filler()   # huge-page weights, copied on a worker
         # scheduled kernels by what makes them differ: a network repeats layers of one
         # shape (ResNet-18: 20 convolutions, 15 kernels), each made and scheduled once
         self.kernels: dict[tuple, Any] = {}
+        self.consts: dict[tuple, Any] = {}
         groups = find_groups(graph)
         self.group_at = {g.nodes[-1]: g for g in groups}
         self.absorbed = {n for g in groups for n in g.nodes[:-1]}
@@ -78,14 +84,18 @@ class _CpuLowering:
         params = [rx.Var(name, rx.TensorType(v.type.shape, v.type.dtype))
                   for v, name in zip(g.inputs, _safe_names(g.input_names))]
         self.plain.update(zip(g.inputs, params))
-        with self.bb.function(func_name, params):
-            with self.bb.dataflow():
-                for node in g.nodes:
-                    if node in self.absorbed:
-                        continue
-                    self._visit(node)
-                out = self.bb.emit_output(rx.Tuple([self.get_plain(v) for v in g.outputs]))
-            self.bb.emit_func_output(out)
+        try:
+            with self.bb.function(func_name, params):
+                with self.bb.dataflow():
+                    for node in g.nodes:
+                        if node in self.absorbed:
+                            continue
+                        self._visit(node)
+                    out = self.bb.emit_output(rx.Tuple([self.get_plain(v)
+                                                        for v in g.outputs]))
+                self.bb.emit_func_output(out)
+        finally:
+            self.weights.wait()        # the module's constants are read after this
         return self.bb.get(), self.used
 
     def _visit(self, node: Node) -> None:
@@ -189,24 +199,23 @@ class _CpuLowering:
                 # weights >= 2 MB in huge pages: at batch 1 each call streams them from
                 # memory, and 4 KB pages stop the hardware prefetcher at every boundary
                 # (ResNet-18's 256-channel Winograd convs 4.1 -> 3.2 ms in the model)
-                weight = self.rx.const(huge_pages.constant(
+                weight = self._const(("winograd", w), lambda: self.weights.constant(
                     winograd.transform_weight(consts[w])))
             elif w in consts:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                weight = self.rx.const(huge_pages.constant(
+                weight = self._const(("conv", w, shape.icb), lambda: self.weights.constant(
                     L.pack_conv_weight(consts[w], shape.icb)))
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
-                weight = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
-                                    [self.get_plain(w)], shape.weight_shape, "pack_weight")
+                weight = self._packed_weight(w, shape)
         else:
             if not blocked_in:      # a lone NCHW depthwise: TVM's own loop is faster
                 raise NotApplicable("depthwise input is not NCHW16c")
             shape = DepthwiseShape(oc=c, **geometry)
             func = self._kernel(depthwise_nchwc, shape, group.epilogue)
             if w in consts:
-                weight = self.rx.const(L.pack_depthwise_weight(consts[w]))
+                weight = self._const(("depthwise", w),
+                                     lambda: L.pack_depthwise_weight(consts[w]))
             else:
                 wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
                 weight = self._call(plain_func([wp, L.te_pack_depthwise_weight(wp)]),
@@ -215,6 +224,16 @@ class _CpuLowering:
         args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
+
+    def _packed_weight(self, w: Var, shape: ConvShape):
+        """A runtime conv weight packed for `shape`, once per weight and input block (a
+        strided weight gradient's phases all take the same output gradient)."""
+        key = (w, shape.icb)
+        if key not in self.packed:
+            wp = tvm().te.placeholder(L.i64(w.type.shape), F32, name="w")
+            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
+                                          [self.get_plain(w)], shape.weight_shape, "pack_weight")
+        return self.packed[key]
 
     def _depthwise_after(self, group: Group) -> Group | None:
         """The depthwise group a 1x1 conv group feeds alone, when the pair can be one
@@ -249,10 +268,11 @@ class _CpuLowering:
         func = self.kernels.get(key)
         if func is None:
             func = self.kernels[key] = expand_depthwise(shape, group.epilogue, nxt.epilogue)
-        consts, rx = self.graph.consts, self.rx
-        args = [self.blocked[x], rx.const(L.pack_conv_weight(consts[w], L.BLOCK)),
+        consts, wd = self.graph.consts, nxt.anchor.inputs[1]
+        args = [self.blocked[x],
+                self._const(("conv", w, L.BLOCK), lambda: L.pack_conv_weight(consts[w], L.BLOCK)),
                 *self._epilogue_args(group.epilogue, blocked=True),
-                rx.const(L.pack_depthwise_weight(consts[nxt.anchor.inputs[1]])),
+                self._const(("depthwise", wd), lambda: L.pack_depthwise_weight(consts[wd])),
                 *self._epilogue_args(nxt.epilogue, blocked=True)]
         self.blocked[nxt.out] = self._call(func, args, shape.out_shape, "expand_depthwise")
         self.fused.add(nxt.nodes[-1])
@@ -341,6 +361,13 @@ class _CpuLowering:
             return False
         return mode == "all" or winograd.worth_it(shape)
 
+    def _const(self, key: tuple, make: Callable[[], np.ndarray]):
+        """One Relax constant per packed weight or vector (`key`: what it is made from):
+        batch_split.py repeats a net's early layers once per image."""
+        if key not in self.consts:
+            self.consts[key] = self.rx.const(make())
+        return self.consts[key]
+
     def _kernel(self, make: Callable, shape: Any, epilogue: Epilogue | None):
         """make(shape, epilogue), made once per shape and epilogue structure (its vector
         and tensor operands are kernel arguments; scalars are in the code)."""
@@ -356,11 +383,17 @@ class _CpuLowering:
         k = a.type.shape[-1]
         m = a.type.size // k
         n = group.out.type.shape[-1]
-        shape = DenseShape(m, k, n)
-        func = dense_packed(shape, group.epilogue)
-        weight = self.rx.const(huge_pages.constant(L.pack_dense_weight(
-            self.graph.consts[b], node.kwargs["transpose_b"], shape.tile[1])))
-        args = [self._as_2d(self.get_plain(a), a.type, (m, k)), weight,
+        transpose_b = node.kwargs["transpose_b"]
+        if self.amx and amx_rule.applies(m, k, n):
+            func = amx_rule.dense_amx(amx_rule.AmxShape(m, k, n), group.epilogue)
+            weights = [self.rx.const(self.weights.constant(amx_rule.pack_weight(
+                self.graph.consts[b], transpose_b))), self.rx.const(amx_rule.tile_config())]
+        else:
+            shape = DenseShape(m, k, n)
+            func = dense_packed(shape, group.epilogue)
+            weights = [self.rx.const(self.weights.constant(L.pack_dense_weight(
+                self.graph.consts[b], transpose_b, shape.tile[1])))]
+        args = [self._as_2d(self.get_plain(a), a.type, (m, k)), *weights,
                 *self._epilogue_args(group.epilogue, blocked=False, rows=(m, n))]
         out = self._call(func, args, (m, n), "dense")
         if group.out.type.ndim != 2:
@@ -386,7 +419,9 @@ class _CpuLowering:
     def _epilogue_args(self, epilogue: Epilogue, blocked: bool, rows=None) -> list:
         rx = self.rx
         if blocked:
-            vectors = [rx.const(L.pack_channel_vector(v)) for v in epilogue.vectors()]
+            vectors = [self._const(("vector", v.tobytes()),
+                                   lambda v=v: L.pack_channel_vector(v))
+                       for v in epilogue.vectors()]
             tensors = [self.get_blocked(v) for v in epilogue.tensors()]
         else:
             vectors = [rx.const(np.ascontiguousarray(v, np.float32))

@@ -21,6 +21,26 @@ def test_large_weights_are_copied_exactly_small_ones_pass_through(rng):
     assert data[0, 0, 0] != big[0, 0, 0]
 
 
+def test_a_filler_copies_on_a_worker_and_wait_completes_every_copy(rng):
+    """The lowering's Filler: large weights come back as Tensors whose contents (after
+    wait) are the arrays', each array copied; small ones pass through."""
+    small = rng.standard_normal((64, 64)).astype(np.float32)
+    bigs = [rng.standard_normal((n, 768, 320)).astype(np.float32) for n in (3, 4, 5)]
+    filler = huge_pages.Filler()
+    assert filler.constant(small) is small
+    got = [filler.constant(b) for b in bigs]
+    filler.wait()
+    if not huge_pages._available():
+        assert all(g is b for g, b in zip(got, bigs))
+        return
+    for tensor, big in zip(got, bigs):
+        data = tensor.numpy()
+        assert np.array_equal(data, big)
+        big[0, 0, 0] += 1.0
+        assert data[0, 0, 0] != big[0, 0, 0]
+    filler.wait()                              # again: nothing pending, no worker
+
+
 def test_a_model_with_a_large_dense_weight_matches_numpy(rng):
     from megtrace.ir import Graph, TensorType
     from megtrace.ops import get
