@@ -18,6 +18,7 @@ from megtrace.ir import Graph, Node, Var
 
 
 SMALL_CONST = 64       # constants up to this many elements are merged by value
+RECOMPUTED = ":recompute"   # megtrace/jit/sublinear.py's name for a re-emitted value
 
 
 def merge_common_subexprs(graph: Graph) -> Graph:
@@ -131,6 +132,8 @@ def _key(node: Node, inputs: list[Var]) -> tuple | None:
     params = dict(node.params)
     if op.value_shaped or op.interpreted or "seed" in params:
         return None
+    if any(v.name_hint.endswith(RECOMPUTED) for v in node.outputs):
+        return None      # a sublinear/DTR plan's recomputation: merging it undoes the plan
     return (op.name, tuple(inputs),
             tuple((k, _frozen(v)) for k, v in sorted(params.items())))
 
