@@ -3,9 +3,15 @@
 Each row is one fresh process (this script with --worker), so figures do not mix:
 - traced: one `@trace(symbolic=True)` training step (forward, backward, SGD update) as
   TVM builds it, plain / `sublinear_memory_config=SublinearMemoryConfig()` /
-  `dtr_config=DTRConfig(eviction_threshold=a quarter of the plain plan's peak)`; memory
-  is the resident-set growth of one compiled run with TVM's naive allocator
-  (megtrace.relay_bridge.memory.peak_run_bytes), next to the planner's simulated peak;
+  `dtr_config=DTRConfig(eviction_threshold=a quarter of the activations)`; one compiled
+  run with TVM's naive allocator (megtrace.relay_bridge.memory.peak_run_memory):
+  "step peak" is the step's activation memory, the resident set's peak during the run
+  minus what was resident before it (parameters, optimizer state, inputs: "state"), so
+  it holds the activations, gradients, temporaries and whatever new outputs the step
+  allocates (with a memory option the new parameters and momenta are written over the
+  old ones, relay_bridge/donate.py, and allocate nothing); "process peak" is the whole
+  process's resident-set peak during the run (Python, TVM, kernels, state included).
+  Next to them the planner's simulated peak (donated outputs not counted);
 - eager: the same step on NumPy, plain / `megtrace.dtr` with eviction_threshold the size
   of the activations (the gradient tape holds about three times that: every op's inputs
   and outputs; far lower budgets work too but recompute quadratically, as DTR does);
@@ -37,6 +43,9 @@ MODELS = {
     # in the update instead (all gradients, 45 MiB, with the new weights and momenta,
     # 90 MiB), which no recomputation lowers.
     "resnet18": ("ResNet-18, 128x128", 32, 32 * 4 * 4 * 3 * (
+        64 * 32 * 32 + 64 * 16 * 16 * 4 + 128 * 8 * 8 * 5 + 256 * 4 * 4 * 5
+        + 512 * 2 * 2 * 5)),
+    "resnet18_64": ("ResNet-18, 64x64", 32, 32 * 4 * 3 * (
         64 * 32 * 32 + 64 * 16 * 16 * 4 + 128 * 8 * 8 * 5 + 256 * 4 * 4 * 5
         + 512 * 2 * 2 * 5)),
 }
@@ -77,8 +86,9 @@ def _model(name: str):
     np.random.seed(0)              # module initializers draw from NumPy's global RNG
     rs = np.random.RandomState(0)
     batch = MODELS[name][1]
-    if name == "resnet18":
-        net, shape, classes = zoo.ResNet18(num_classes=1000), (batch, 3, 128, 128), 1000
+    if name.startswith("resnet18"):
+        side = 64 if name == "resnet18_64" else 128
+        net, shape, classes = zoo.ResNet18(num_classes=1000), (batch, 3, side, side), 1000
         net.train()
     else:
         net, classes = (MLP() if name == "mlp20" else CNN()), 10
@@ -119,7 +129,7 @@ def worker_traced(name: str, mode: str) -> dict:
     import megtrace as mge
     from megtrace.jit import DTRConfig, SublinearMemoryConfig
     from megtrace.jit.sublinear import simulated_peak
-    from megtrace.relay_bridge.memory import peak_run_bytes
+    from megtrace.relay_bridge.memory import peak_run_memory
     net, x, label = _model(name)
     options = {}
     if mode == "sublinear":
@@ -136,9 +146,11 @@ def worker_traced(name: str, mode: str) -> dict:
     (entry,) = step._entries.values()
     graph, compiled = entry.compiled
     arrays = [np.zeros(v.type.shape, v.type.dtype) for v in graph.inputs]
-    peak = min(peak_run_bytes(compiled, arrays) for _ in range(2))
+    step_peak, process_peak = min(peak_run_memory(compiled, arrays) for _ in range(2))
     copies = sum(v.name_hint.endswith(":recompute") for n in graph.nodes for v in n.outputs)
-    return {"peak_mb": peak / 2 ** 20, "planned_mb": simulated_peak(graph) / 2 ** 20,
+    return {"peak_mb": step_peak / 2 ** 20, "process_peak_mb": process_peak / 2 ** 20,
+            "state_mb": sum(a.nbytes for a in arrays) / 2 ** 20,
+            "planned_mb": simulated_peak(graph, donated=bool(options)) / 2 ** 20,
             "step_ms": seconds * 1e3, "first_call_s": first, "loss": loss,
             "nodes": len(graph.nodes), "recomputed_values": copies}
 
@@ -176,21 +188,30 @@ def run_case(kind: str, name: str, mode: str) -> dict:
 
 
 def report(rows: list[dict]) -> str:
-    lines = ["| model | mode | option | peak MiB | vs plain | planned MiB | step ms | "
-             "recomputed | loss |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | mode | option | step peak MiB | vs plain | process peak MiB | "
+             "state MiB | planned MiB | step ms | recomputed | loss |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     plain = {(r["model"], r["kind"]): r.get("peak_mb") for r in rows if r["mode"] == "plain"}
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['kind']} | {r['mode']} | error: {r['error']} "
-                         "| | | | | |")
+                         "| | | | | | | |")
             continue
         base = plain.get((r["model"], r["kind"]))
         drop = f"{100 * (r['peak_mb'] / base - 1):+.0f}%" if base else ""
         recomputed = r.get("recomputed_values", r.get("recomputations", 0))
         planned = f"{r['planned_mb']:.1f}" if "planned_mb" in r else ""
+        process = f"{r['process_peak_mb']:.0f}" if "process_peak_mb" in r else ""
+        state = f"{r['state_mb']:.1f}" if "state_mb" in r else ""
         lines.append(f"| {MODELS[r['model']][0]} (batch {MODELS[r['model']][1]}) | "
-                     f"{r['kind']} | {r['mode']} | {r['peak_mb']:.1f} | {drop} | {planned} | "
-                     f"{r['step_ms']:.0f} | {recomputed} | {r['loss']:.5f} |")
+                     f"{r['kind']} | {r['mode']} | {r['peak_mb']:.1f} | {drop} | {process} | "
+                     f"{state} | {planned} | {r['step_ms']:.0f} | {recomputed} | "
+                     f"{r['loss']:.5f} |")
+    lines.append("")
+    lines.append("traced step peak: the resident set's peak during one compiled run minus "
+                 "what was resident before it (state: parameters, optimizer state, inputs); "
+                 "eager: tracemalloc's peak of the step's NumPy buffers. process peak: the "
+                 "whole process's resident-set peak during the run.")
     return "\n".join(lines)
 
 

@@ -36,6 +36,7 @@ class CompiledGraph:
     pipeline: str = "default"                         # "cpu-rules", "default", "fused", "plain"
     kernels: list[str] = field(default_factory=list)  # TIR functions after fusion
     cached: bool = False       # loaded from the compile cache: a library, not re-exportable
+    donates: bool = False      # built with BuildOptions.donate (see donate.py)
 
     def __post_init__(self):
         kind = self.target.kind.name
@@ -44,6 +45,11 @@ class CompiledGraph:
         # outputs of MegEngine's quantized dtypes: the kernels give their stored integers
         self._quantized_outputs = [(i, v.type.np_dtype) for i, v in enumerate(self.graph.outputs)
                                    if v.type.quant is not None]
+        # inputs the kernels may write over (an output of the same shape and dtype)
+        out_types = {(v.type.shape, v.type.dtype) for v in self.graph.outputs}
+        self._donatable = frozenset(
+            i for i, v in enumerate(self.graph.inputs)
+            if self.donates and (v.type.shape, v.type.dtype) in out_types and v.type.size)
 
     @property
     def _main(self):
@@ -63,6 +69,9 @@ class CompiledGraph:
             args = [t.runtime.tensor(np.ascontiguousarray(_stored(a)), self._device)
                     for a in arrays]
             return self._quantized([r.numpy() for r in main(*args)])
+        if self._donatable:     # the run may write over these: never the caller's arrays
+            arrays = [_aligned_copy(_stored(np.asarray(a))) if i in self._donatable else a
+                      for i, a in enumerate(arrays)]
         inputs = [self._host_tensor(i, a) for i, a in enumerate(arrays)]
         result = main(*inputs)
         # Outputs are taken through DLPack without a copy: the VM allocates every output
@@ -70,8 +79,9 @@ class CompiledGraph:
         # returned stays intact while held, and it is 64-byte aligned, so fed back as
         # the next call's input (a training step's parameters and optimizer states) it
         # passes without a staging copy. An output that is one of this call's input
-        # buffers (a staging buffer is overwritten by the next call) is copied.
-        held = {t.data_ptr() for t in inputs}
+        # buffers (a staging buffer is overwritten by the next call) is copied, unless
+        # it is a donated input's copy made above (the run wrote the new value there).
+        held = {t.data_ptr() for i, t in enumerate(inputs) if i not in self._donatable}
         return self._quantized([_owned(np.from_dlpack(r), held) for r in result])
 
     def _quantized(self, outs: list[np.ndarray]) -> list[np.ndarray]:
@@ -187,7 +197,7 @@ def compile_graph(graph: Graph, target: Any = None, *, rules: bool | None = None
         built = build()
     return CompiledGraph(graph, built.target, built.executable, built.seconds,
                          list(built.rules), built.pipeline, list(built.kernels),
-                         cached=built.cached)
+                         cached=built.cached, donates=options.donate)
 
 
 def run_graph(graph: Graph, inputs: Sequence[np.ndarray], target: Any = None) -> list[np.ndarray]:

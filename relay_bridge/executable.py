@@ -24,6 +24,7 @@ from megtrace.ir import Graph
 
 from ._tvm import relax, tvm
 from .cpu_tir_pipeline import cpu_tir_pipeline
+from .donate import donate_pass
 from .gc_pause import collector_paused
 from .parallel_build import build_threads, parallel_build
 from .pipelines import lower_graph, tuned_pipeline
@@ -42,12 +43,15 @@ class BuildOptions:
       threads and vectors for every kernel);
     - 3: 2 + MetaSchedule records from `tuning_dir` when given.
     fuse_transpose / fuse_reduce: whether transposes and reductions may join fused kernels.
+    donate: returned kernel outputs may be written over inputs that die there (donate.py;
+    the CPU rules' build only; CompiledGraph then copies those inputs before each run).
     """
 
     opt_level: int = 2
     fuse_transpose: bool = True
     fuse_reduce: bool = True
     tuning_dir: str | None = None
+    donate: bool = False
 
 
 @dataclass
@@ -123,8 +127,10 @@ def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions) -> Built:
     start = time.perf_counter()
     mod, used = lower_graph(graph, tgt, "rules")
     kernels: list[str] = []
+    extra = (donate_pass(),) if options.donate else ()
     ex = relax_build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
-                                            fuse_reduce=options.fuse_reduce, kernels=kernels),
+                                            fuse_reduce=options.fuse_reduce, kernels=kernels,
+                                            before_finalize=extra),
                      cpu_tir_pipeline())
     return Built(ex, tgt, "cpu-rules", time.perf_counter() - start, used, kernels)
 

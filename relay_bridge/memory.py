@@ -35,6 +35,15 @@ def reset_peak_rss() -> None:
 def peak_run_bytes(compiled, arrays: Sequence[np.ndarray]) -> int:
     """Bytes the resident set grew by, at its peak, while `compiled` (a CompiledGraph
     for this CPU) ran once on `arrays`."""
+    return peak_run_memory(compiled, arrays)[0]
+
+
+def peak_run_memory(compiled, arrays: Sequence[np.ndarray]) -> tuple[int, int]:
+    """(growth, process peak): the bytes the resident set grew by at its peak while
+    `compiled` ran once on `arrays` (what the run added to what was resident before it:
+    parameters, optimizer state and inputs are, as `arrays`), and the whole process's
+    resident-set peak during the run. A donated input (donate.py) is written over, as
+    the trace's run writes over its own copy."""
     t = tvm()
     dev = t.cpu(0)
     vm = relax().VirtualMachine(compiled.executable, dev, memory_cfg="naive")
@@ -45,4 +54,4 @@ def peak_run_bytes(compiled, arrays: Sequence[np.ndarray]) -> int:
     result = main(*args)
     peak = _status_kib("VmHWM")
     del result
-    return (peak - before) * 1024
+    return (peak - before) * 1024, peak * 1024

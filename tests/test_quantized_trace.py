@@ -280,17 +280,6 @@ def test_conv_of_mixed_quantized_kinds_is_refused():
         f(mge.tensor(x))
 
 
-def test_batch_conv_bias_not_traced_yet_says_so():
-    """batch_conv_bias_activation runs eagerly only."""
-    x, w = _q("bconv_x", D.qint8(0.04)), _q("bconv_w", D.qint8(0.01))
-    b = _q("bconv_b", D.qint32(0.0004))
-    t = trace(lambda x: F.quantized.batch_conv_bias_activation(x, w, b, dtype=D.qint8(0.02)),
-              symbolic=True)
-    with pytest.raises(NotImplementedError, match="batch_conv_bias_activation on quantized "
-                                                  "dtypes runs eagerly only"):
-        t(x)
-
-
 def test_traced_quantized_conv_transpose_gives_megengine_integers(tmp_path):
     """ConvolutionBackwardData on qint8: compiled equal to real MegEngine's integers,
     written with its quantized output dtype and read back."""

@@ -163,10 +163,11 @@ class GradManager:
 def _escapes_trace(grad: Tensor) -> None:
     """A gradient computed inside `trace` and left in `.grad` outlives the traced
     function: the trace gives it its value when the function returns (like an outside
-    tensor updated in place), so an optimizer step after the call can read it."""
+    tensor updated in place), so an optimizer step after the call can read it; one the
+    function drops again (opt.clear_grad() inside it) is not kept."""
     rec = active_recorder()
-    if rec is not None and grad._owner is rec and hasattr(rec, "assign"):
-        rec.assign(grad)
+    if rec is not None and grad._owner is rec and hasattr(rec, "escape"):
+        rec.escape(grad)
 
 
 class GradManagerGroup:

@@ -46,6 +46,7 @@ class TraceRecorder:
         self._scopes: list[str] = []
         self._live: weakref.WeakSet[Tensor] = weakref.WeakSet()   # traced tensors alive
         self.assigned: dict[int, Tensor] = {}    # outside tensors given a traced value
+        self.escaped: dict[int, weakref.ref] = {}   # gradients left in .grad (escape)
         self.undumpable: list[str] = []          # why `dump` must refuse (note_undumpable)
         self._fed_created: set[int] = set()      # created inside, fed anew on every call
 
@@ -95,9 +96,16 @@ class TraceRecorder:
         if id(t) not in self._created:
             self.assigned[id(t)] = t
 
+    def escape(self, t: Tensor) -> None:
+        """Traced tensor `t` (a gradient left in `.grad`) gets its value when the function
+        returns if anything still holds it then: held weakly, so a gradient the optimizer's
+        clear_grad() dropped inside the function is not an output of the graph."""
+        self.escaped[id(t)] = weakref.ref(t)
+
     def take_assignments(self) -> list[tuple[Tensor, Var]]:
         """The outside tensors still holding a traced value, with that value's Var."""
-        return [(t, t._var) for t in self.assigned.values() if t._owner is self]
+        held = [t for t in (r() for r in self.escaped.values()) if t is not None]
+        return [(t, t._var) for t in (*self.assigned.values(), *held) if t._owner is self]
 
     def var_of(self, t: Tensor) -> Var:
         if t._owner is self:

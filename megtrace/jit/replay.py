@@ -41,6 +41,7 @@ class Replayer:
         self._args = args
         self._fed: dict[Var, np.ndarray] = {}  # external inputs: values given this call
         self._assigned: dict[int, Tensor] = {}  # outside tensors given a traced value
+        self._escaped: list[weakref.ref] = []   # gradients left in .grad (escape)
         self._created: set[int] = set()
         self._keep: list[Tensor] = []
         self._results: dict[Var, np.ndarray] | None = None
@@ -112,6 +113,10 @@ class Replayer:
         (TraceRecorder.assign)."""
         if id(t) not in self._created:
             self._assigned[id(t)] = t
+
+    def escape(self, t: Tensor) -> None:
+        """A gradient left in `.grad`, held weakly (TraceRecorder.escape)."""
+        self._escaped.append(_ref(t))
 
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         """The op must be the tape's next one, on the same kinds of values. The common
@@ -292,7 +297,8 @@ class Replayer:
             else:
                 values.append(self.read_value(t))
         compiled = self._results or {}
-        for t in self._assigned.values():
+        held = [t for t in (r() for r in self._escaped) if t is not None]
+        for t in (*self._assigned.values(), *held):
             if t._owner is self:
                 materialize(t, self.read_value(t), fresh=t._var in compiled)
         return values

@@ -37,7 +37,7 @@ class Plan:
 class _Sequence:
     """The graph's nodes as an op sequence: producer time, size and readers of each value."""
 
-    def __init__(self, graph: Graph, min_discard_size: int = 0):
+    def __init__(self, graph: Graph, min_discard_size: int = 0, donated: bool = False):
         self.graph = graph
         self.nodes = graph.nodes
         self.time_of: dict[Var, int] = {}
@@ -55,6 +55,9 @@ class _Sequence:
         for v in outputs:
             if v in self.readers:
                 self.readers[v].append(_END)
+        if donated:     # written over the input it replaces: no memory of its own
+            for v in donated_outputs(graph):
+                self.size[v] = 0
         self.recomputable = [not (n.op.value_shaped or n.op.interpreted) for n in self.nodes]
         self.discardable = {v for v in self.time_of if v not in outputs
                             and self.recomputable[self.time_of[v]]
@@ -308,10 +311,18 @@ class Searcher:
         return plan
 
 
+def donated_outputs(graph: Graph) -> list[Var]:
+    """Outputs the compiled run may write over an input (same shape and dtype: a new
+    parameter or optimizer state; relay_bridge/donate.py decides which it can)."""
+    types = {(v.type.shape, v.type.dtype) for v in graph.inputs}
+    return [v for v in graph.outputs if (v.type.shape, v.type.dtype) in types]
+
+
 def checkpoint_graph(graph: Graph, config) -> Graph:
     """`graph` with sublinear-memory recomputation as `config` (SublinearMemoryConfig)
-    asks; unchanged when no plan lowers the simulated peak."""
-    seq = _Sequence(graph)
+    asks; unchanged when no plan lowers the simulated peak. The plan counts no memory
+    for the outputs written over inputs (donated_outputs)."""
+    seq = _Sequence(graph, donated=True)
     if not seq.discardable:
         return graph
     search = Searcher(seq)
@@ -331,7 +342,7 @@ def plan_for_dtr(graph: Graph, config) -> Graph:
     be dropped; among the plans the search finds, those whose simulated peak stays under
     `eviction_threshold` compete on recompute_cost ** recomp_time_factor * peak **
     recomp_memory_factor; when none does, the lowest peak wins."""
-    seq = _Sequence(graph, config.evictee_minimum_size)
+    seq = _Sequence(graph, config.evictee_minimum_size, donated=True)
     if not seq.discardable:
         return graph
     search = Searcher(seq)
@@ -351,8 +362,9 @@ def plan_for_dtr(graph: Graph, config) -> Graph:
     return seq.emit(best)
 
 
-def simulated_peak(graph: Graph) -> int:
+def simulated_peak(graph: Graph, donated: bool = False) -> int:
     """Peak bytes of node outputs alive at once when `graph` runs in node order (what
-    the planner minimizes; TVM's static plan comes close, fusion aside)."""
-    seq = _Sequence(graph)
+    the planner minimizes; TVM's static plan comes close, fusion aside); `donated`: not
+    counting the outputs written over inputs (donated_outputs)."""
+    seq = _Sequence(graph, donated=donated)
     return seq.plan(seq.split_points(_END)).peak

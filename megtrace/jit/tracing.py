@@ -6,6 +6,7 @@ the TVM-compiled graph's results. `dump` writes the graph as a MegEngine FBS_V2 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -30,6 +31,7 @@ from .outputs import flatten_outputs, rebuild_outputs, shape_elements_as_tensors
 from .recorder import TraceRecorder
 from .replay import Replayer, _equal as array_comparator  # noqa: F401  (MegEngine's name)
 from .sublinear import checkpoint_graph, plan_for_dtr
+from .update_schedule import schedule_updates
 from .tape_node import TapeNodeCall
 
 
@@ -307,7 +309,7 @@ class trace:
                     graph = self._memory_plan(entry.exec_graph())
                     target = self._target if self._target is not None else entry.target
                     entry.compiled = (graph, compile_graph(graph, target,
-                                                           options=self._build_options()))
+                                                           options=self._run_options()))
         graph, compiled = entry.compiled
         if not graph.outputs:
             return {}
@@ -331,12 +333,22 @@ class trace:
 
     def _memory_plan(self, graph: Graph) -> Graph:
         """The graph with the recomputation sublinear_memory_config or dtr_config asks
-        for (sublinear.py); as it is without either."""
+        for (sublinear.py), each update run right after its gradient
+        (update_schedule.py); as it is without either."""
         if self.sublinear_memory_config is not None:
-            return checkpoint_graph(graph, self.sublinear_memory_config)
+            return checkpoint_graph(schedule_updates(graph), self.sublinear_memory_config)
         if self.dtr_config is not None:
-            return plan_for_dtr(graph, self.dtr_config)
+            return plan_for_dtr(schedule_updates(graph), self.dtr_config)
         return graph
+
+    def _run_options(self):
+        """The build options of the trace's own compiled run: with a memory option, new
+        parameters and optimizer states are written over the inputs they replace
+        (relay_bridge/donate.py; never in what dump, export or tune build)."""
+        options = self._build_options()
+        if self.sublinear_memory_config is None and self.dtr_config is None:
+            return options
+        return dataclasses.replace(options, donate=True)
 
     @property
     def build_options(self):

@@ -18,6 +18,7 @@ from megtrace.ir import Graph, Node, Var
 
 
 SMALL_CONST = 64       # constants up to this many elements are merged by value
+RECOMPUTED = ":recompute"   # megtrace/jit/sublinear.py's name for a re-emitted value
 
 
 def merge_common_subexprs(graph: Graph) -> Graph:
@@ -58,11 +59,13 @@ def _merge(graph: Graph) -> tuple[list[Node], dict[Var, Var]]:
                 merged[var] = kept
     repeats = _repeats(graph, dict(merged))
     users = graph.users()
+    last = _last_reads(graph, users)
     taken: set[Node] = set()
     for node in reversed(graph.nodes):
-        if node in repeats and (node.op.name in COSTLY or all(
-                u in taken or _reads_as_weight(u, node) for v in node.outputs
-                for u in users.get(v, []))):
+        if node in repeats and _keeps_lifetimes(node, repeats[node], last) and (
+                node.op.name in COSTLY or all(
+                    u in taken or _reads_as_weight(u, node) for v in node.outputs
+                    for u in users.get(v, []))):
             taken.add(node)
     nodes = []
     for node in graph.nodes:
@@ -93,6 +96,30 @@ def _repeats(graph: Graph, merged: dict[Var, Var]) -> dict[Node, Node]:
     return found
 
 
+# A repeat long after the first value's last read is a deliberate recomputation
+# (trace's sublinear_memory_config and DTR re-emit forward nodes to free memory):
+# merging it would keep the value alive across the gap. Values up to SMALL_VALUE
+# elements (per-channel statistics) merge at any distance.
+MAX_GAP = 64
+SMALL_VALUE = 4096
+
+
+def _last_reads(graph: Graph, users: dict[Var, list[Node]]) -> dict[Var, int]:
+    """The position of each node output's last reader (past the end: a graph output)."""
+    at = {node: i for i, node in enumerate(graph.nodes)}
+    end = len(graph.nodes)
+    outputs = set(graph.outputs)
+    return {v: end if v in outputs else max((at[u] for u in users.get(v, [])), default=at[n])
+            for n in graph.nodes for v in n.outputs}
+
+
+def _keeps_lifetimes(node: Node, earlier: Node, last: dict[Var, int]) -> bool:
+    """Whether reading `earlier`'s values instead of `node`'s keeps no large value alive
+    more than MAX_GAP nodes longer than it was."""
+    return all(v.type.size <= SMALL_VALUE or last[v] - last[e] <= MAX_GAP
+               for v, e in zip(node.outputs, earlier.outputs))
+
+
 def _reads_as_weight(user: Node, node: Node) -> bool:
     """`user` is a convolution that reads `node`'s value as its weight only (the CPU
     lowering packs a runtime weight once per value)."""
@@ -105,6 +132,8 @@ def _key(node: Node, inputs: list[Var]) -> tuple | None:
     params = dict(node.params)
     if op.value_shaped or op.interpreted or "seed" in params:
         return None
+    if any(v.name_hint.endswith(RECOMPUTED) for v in node.outputs):
+        return None      # a sublinear/DTR plan's recomputation: merging it undoes the plan
     return (op.name, tuple(inputs),
             tuple((k, _frozen(v)) for k, v in sorted(params.items())))
 

@@ -17,9 +17,10 @@ from .generic import GenericRule
 
 
 def cpu_pipeline(target: Any, *, fuse_transpose: bool = True, fuse_reduce: bool = True,
-                 kernels: list | None = None):
+                 kernels: list | None = None, before_finalize: tuple = ()):
     """`fuse_transpose`/`fuse_reduce` (trace's graph_opt_config) limit TVM's fusion;
-    `kernels` collects the names of the fused TIR functions."""
+    `kernels` collects the names of the fused TIR functions; `before_finalize`: passes
+    run on the lowered calls before memory planning (donate.py's)."""
     t = tvm()
     from tvm.relax.backend.cpu_generic import pipeline as cpu
     from tvm.s_tir.dlight import ApplyDefaultSchedule
@@ -35,6 +36,7 @@ def cpu_pipeline(target: Any, *, fuse_transpose: bool = True, fuse_reduce: bool 
                         record_kernels(kernels if kernels is not None else [])]
             passes = (cpu.library_dispatch_passes(target) + legalize
                       + [ApplyDefaultSchedule(GenericRule())]
-                      + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target))
+                      + cpu.dataflow_lower_passes(target) + list(before_finalize)
+                      + cpu.finalize_passes(target))
             return t.transform.Sequential(passes)(mod)
     return _pipeline
