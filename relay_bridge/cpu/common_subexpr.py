@@ -96,9 +96,9 @@ def _repeats(graph: Graph, merged: dict[Var, Var]) -> dict[Node, Node]:
     return found
 
 
-# A repeat long after the first value's last read is a deliberate recomputation
-# (trace's sublinear_memory_config and DTR re-emit forward nodes to free memory):
-# merging it would keep the value alive across the gap. Values up to SMALL_VALUE
+# Merging a repeat that runs long after the first value's last read keeps that value
+# alive across the gap: more peak memory to save one recomputation (the sublinear/DTR
+# plan's own recomputations are skipped by name, RECOMPUTED). Values up to SMALL_VALUE
 # elements (per-channel statistics) merge at any distance.
 MAX_GAP = 64
 SMALL_VALUE = 4096
