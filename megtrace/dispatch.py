@@ -24,7 +24,9 @@ class Recorder(Protocol):
 
     def materialize_live(self) -> None: ...
 
-    def random_key(self, key: "Tensor", stream: Any) -> None: ...
+    # the key of a random op of `kind` with `seed` drawn while recording (None: draw it
+    # eagerly from the generator)
+    def random_key(self, seed: int, kind: str, device: Any) -> "Tensor | None": ...
 
 
 class _RecorderStack(threading.local):

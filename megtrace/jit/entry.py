@@ -36,7 +36,7 @@ class Source:
     (an outside tensor frozen by capture_as_const), "external" (an outside tensor that
     stays an input of the compiled graph), "fed" (created inside the function and fed
     anew on every call: dispatch.trace_input), "rng" (the key of a megtrace.random op: an
-    input of the compiled graph drawn from `stream` on every run).
+    input of the compiled graph drawn from `stream`, the op's OprKeys, on every run).
     """
 
     kind: str

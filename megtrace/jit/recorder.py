@@ -11,6 +11,7 @@ from ..errors import TraceError
 from ..interpreter import evaluate
 from ..ir import Graph, TensorType, Var
 from ..ops import OpDef, get
+from ..random.stream import OprKeys
 from ..symbolic import ARITHMETIC, SymInt, SymShape, dims_of, elems_of, leaves, plain
 from ..symbolic import key as expression_key
 from ..tensor import Tensor
@@ -138,16 +139,21 @@ class TraceRecorder:
         self._keep.append(t)
         return var
 
-    def random_key(self, key: Tensor, stream) -> None:
-        """A megtrace.random key drawn while tracing: an input of the graph (not a
-        constant), so that every run of the compiled graph draws a new one."""
+    def random_key(self, seed: int, kind: str, device) -> Tensor:
+        """The key of a random op being traced: an input of the graph (not a constant),
+        fed by the op's own generator (OprKeys) on every run of the compiled graph; the
+        tracing call draws that generator's first numbers without advancing it, as
+        MegEngine's tracing run and first compiled run both do."""
+        keys = OprKeys(seed, kind)
+        key = Tensor._wrap(keys.first(), device=device)
         var = self.graph.add_input(TensorType(key.shape, key.dtype),
                                    f"rng_key_{len(self.externals)}")
-        self.sources[var] = Source("rng", stream=stream, value=key.numpy())
+        self.sources[var] = Source("rng", stream=keys, value=key.numpy())
         self.externals.append(var)
         self._values[var] = key.numpy()
         self._vars[id(key)] = var
         self._keep.append(key)
+        return key
 
     # -- ops ----------------------------------------------------------------------------
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:

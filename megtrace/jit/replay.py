@@ -40,6 +40,8 @@ class Replayer:
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
         self._args = args
         self._fed: dict[Var, np.ndarray] = {}  # external inputs: values given this call
+        self._rng_vars = [v for v in entry.externals if entry.sources[v].kind == "rng"]
+        self._rng_drawn = 0
         self._assigned: dict[int, Tensor] = {}  # outside tensors given a traced value
         self._escaped: list[weakref.ref] = []   # gradients left in .grad (escape)
         self._created: set[int] = set()
@@ -102,8 +104,12 @@ class Replayer:
         self._created.add(id(t))
         self._keep.append(t)
 
-    def random_key(self, key: Tensor, stream) -> None:
-        """Keys drawn on replay reach the graph through the tape check (_check_input)."""
+    def random_key(self, seed: int, kind: str, device) -> Tensor:
+        """The next key of the traced op this draw stands for (the random ops run in
+        traced order; the tape check then feeds it to the graph through _check_input)."""
+        var = self._rng_vars[self._rng_drawn]
+        self._rng_drawn += 1
+        return Tensor._wrap(self.entry.sources[var].stream.next_key(), device=device)
 
     def created_input(self, t: Tensor) -> None:
         """A fed tensor (TraceRecorder.created_input): _check_input feeds its value."""

@@ -22,14 +22,18 @@ def seed(seed: int) -> None:
     _global.reset(seed)
 
 
-def _key(stream: KeyStream, device=None) -> Tensor:
-    """The next key of `stream`, on `device`: results live where their inputs do, so the
-    numbers come out on the generator's device (MegEngine's RNG(device=...))."""
-    key = Tensor._wrap(stream.next_key(), device=as_device(device))
+def _key(stream: KeyStream, kind: str, device=None) -> Tensor:
+    """The key of this draw, on `device` (results live where their inputs do, so the
+    numbers come out on the generator's device: MegEngine's RNG(device=...)). Eagerly the
+    next of `stream`'s `kind`; inside a trace the recorder gives the op its own generator
+    (MegEngine's compiled oprs each draw from a fresh one seeded with the op's seed)."""
+    device = as_device(device)
     rec = active_recorder()
     if rec is not None:
-        rec.random_key(key, stream)
-    return key
+        key = rec.random_key(stream.seed, kind, device)
+        if key is not None:
+            return key
+    return Tensor._wrap(stream.next_key(kind), device=device)
 
 
 def _size(size) -> tuple[int, ...]:
@@ -68,8 +72,8 @@ class RNG:
                 size: Optional[Iterable[int]] = None) -> Tensor:
         """Uniform on [low, high); shape `size` (default (1,))."""
         assert low < high, "Uniform is not defined when low >= high"
-        out = apply("rng_uniform", _key(self._stream, self._device), shape=_size(size),
-                    seed=self._stream.seed)
+        out = apply("rng_uniform", _key(self._stream, "uniform", self._device),
+                    shape=_size(size), seed=self._stream.seed)
         if low == 0 and high == 1:
             return out
         return out * (high - low) + low     # `out` first: the result stays on its device
@@ -77,59 +81,64 @@ class RNG:
     def normal(self, mean: float = 0, std: float = 1,
                size: Optional[Iterable[int]] = None) -> Tensor:
         """Gaussian with `mean` and `std`; shape `size` (default (1,))."""
-        return apply("rng_normal", _key(self._stream, self._device), shape=_size(size), mean=float(mean),
-                     std=float(std), seed=self._stream.seed)
+        return apply("rng_normal", _key(self._stream, "normal", self._device),
+                     shape=_size(size), mean=float(mean), std=float(std), seed=self._stream.seed)
 
     def gamma(self, shape: Union[Tensor, float], scale: Union[Tensor, float] = 1,
               size: Optional[Iterable[int]] = None) -> Tensor:
         """Gamma(shape, scale); output shape `size` + the parameters' broadcast shape."""
         k, theta = _broadcast_with_size([_as_param(shape, "shape"),
                                          _as_param(scale, "scale")], size)
-        return apply("rng_gamma", _key(self._stream, self._device), k, theta, seed=self._stream.seed)
+        return apply("rng_gamma", _key(self._stream, "gamma", self._device), k, theta,
+                     seed=self._stream.seed)
 
     def beta(self, alpha: Union[Tensor, float], beta: Union[Tensor, float],
              size: Optional[Iterable[int]] = None) -> Tensor:
         """Beta(alpha, beta); output shape `size` + the parameters' broadcast shape."""
         a, b = _broadcast_with_size([_as_param(alpha, "alpha"), _as_param(beta, "beta")],
                                     size)
-        return apply("rng_beta", _key(self._stream, self._device), a, b, seed=self._stream.seed)
+        return apply("rng_beta", _key(self._stream, "beta", self._device), a, b,
+                     seed=self._stream.seed)
 
     def poisson(self, lam: Union[float, Tensor],
                 size: Optional[Iterable[int]] = None) -> Tensor:
         """Poisson(lam) as float32; output shape `size` + lam's shape."""
         (lam,) = _broadcast_with_size([_as_param(lam, "lam")], size)
-        return apply("rng_poisson", _key(self._stream, self._device), lam, seed=self._stream.seed)
+        return apply("rng_poisson", _key(self._stream, "poisson", self._device), lam,
+                     seed=self._stream.seed)
 
     def permutation(self, n: Union[int, Tensor], *, dtype: str = "int32") -> Tensor:
         """A permutation of range(n) (int32, int16 or float32), or a copy of tensor `n`
         shuffled along its first axis."""
         if isinstance(n, Tensor):
-            return self._shuffled(n)
+            return self._shuffled(n, "permutation")
         assert isinstance(n, int)
         assert n >= 0, "Permutation is not defined when n < 0"
         if dtype not in ("int32", "int16", "float32"):
             raise TypeError(f"permutation: dtype must be int32, int16 or float32; got {dtype}")
-        return self._order(n).astype(dtype)
+        return self._order(n, "permutation").astype(dtype)
 
     def shuffle(self, inp: Tensor) -> None:
         """Shuffle `inp` in place along its first axis."""
-        out = self._shuffled(inp)
+        out = self._shuffled(inp, "shuffle")
         inp._value, inp._var, inp._owner = out._value, out._var, out._owner
         inp._version += 1
 
-    def _order(self, n: int) -> Tensor:
-        """A random permutation of range(n): the order of n uniform draws."""
+    def _order(self, n: int, kind: str) -> Tensor:
+        """A random permutation of range(n): the order of n uniform draws (`kind`: whose
+        generator draws them, MegEngine's PermutationRNG or ShuffleRNG)."""
         from .. import functional as F
         if n == 0:
             return Tensor(np.zeros(0, np.int32))
-        keys = apply("rng_uniform", _key(self._stream, self._device), shape=(n,), seed=self._stream.seed)
+        keys = apply("rng_uniform", _key(self._stream, kind, self._device), shape=(n,),
+                     seed=self._stream.seed)
         return F.topk(keys, n)[1]
 
-    def _shuffled(self, inp: Tensor) -> Tensor:
+    def _shuffled(self, inp: Tensor, kind: str) -> Tensor:
         assert inp.size > 0, "size needs to be greater than 0"
         if inp.ndim == 0:       # MegEngine's ShuffleRNG sees a scalar as one element
             inp = inp.reshape((1,))
-        return inp[self._order(inp.shape[0])]
+        return inp[self._order(inp.shape[0], kind)]
 
 
 _default = RNG()

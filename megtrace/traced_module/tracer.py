@@ -94,8 +94,8 @@ class _ApplyRecorder:
     def materialize_live(self) -> None:
         pass
 
-    def random_key(self, key, stream) -> None:
-        pass
+    def random_key(self, seed, kind, device) -> None:
+        return None          # drawn eagerly
 
 
 class Builder:

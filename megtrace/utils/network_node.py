@@ -470,7 +470,7 @@ class NodeBuilder:
     def materialize_live(self) -> None:
         pass
 
-    def random_key(self, key, stream) -> None:
+    def random_key(self, seed, kind, device) -> None:
         raise MegtraceError("random ops on Network VarNodes are not supported")
 
 
