@@ -18,6 +18,7 @@ from megtrace.errors import FormatError, UnsupportedModelError, UnsupportedOpErr
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 from megtrace.ops.quantized import conv_bias_params
+from megtrace.ops.random import RNG_KEY_PREFIX
 from megtrace.ops.quantized import spec as quantized_spec
 
 from .load_collapse import Collapse, LoaderModel
@@ -176,6 +177,16 @@ def build_graph(model: ModelFile, input_types: dict[str, TensorType] | None = No
     refused = [c for c in collapses if c.refused]
     if refused:
         raise FormatError(f"MegEngine cannot load this model: {refused[0].message()}")
+    return _rng_keys_last(graph)
+
+
+def _rng_keys_last(graph: Graph) -> Graph:
+    """The file's inputs first, in their order, then the keys of its random oprs (fed by
+    LoadedGraph on every run, ops/random.py)."""
+    order = sorted(range(len(graph.inputs)),
+                   key=lambda i: graph.input_names[i].startswith(RNG_KEY_PREFIX))
+    graph.inputs = [graph.inputs[i] for i in order]
+    graph.input_names = [graph.input_names[i] for i in order]
     return graph
 
 

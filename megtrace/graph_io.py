@@ -16,6 +16,8 @@ from .errors import (FormatError, MegtraceError, ShapeError, UnsupportedModelErr
                      UnsupportedOpError)
 from .dtype import QuantParam
 from .ir import Graph, TensorType
+from .ops.random import KIND_OF, RNG_KEY_PREFIX
+from .random.stream import OprKeys
 from .tensor import Tensor
 
 
@@ -43,6 +45,7 @@ class LoadedGraph:
             self._bounded_graph()
         self.output_names = list(model.output_names())
         self.metadata = model.metadata
+        self._rng = _opr_generators(self.graph)
 
     def _bounded_graph(self) -> Graph | None:
         """A model with value-shaped oprs (CondTake) runs opr by opr on each call's values;
@@ -85,11 +88,12 @@ class LoadedGraph:
                     ) -> tuple[Graph, dict]:
         """A fresh graph for these input types (default: the file's own), with the file's
         name of each var it names (what megtrace.utils.network shows; `graph` keeps op
-        names only)."""
+        names only). Random oprs draw their first numbers there: their keys are
+        constants, which the writer drops (the oprs draw their own, as in the file)."""
         # lazy: the .mge reader/writer loads flatbuffers (`import megtrace` stays light)
         from megtrace.fbs.to_graph import build_graph
         names: dict = {}
-        return build_graph(self._model, input_types or {}, names), names
+        return _first_keys_as_consts(build_graph(self._model, input_types or {}, names)), names
 
     def _file_shapes(self) -> dict[str, tuple[int, ...]]:
         return {i.name: tuple(i.shape) for i in self.inputs}
@@ -157,8 +161,12 @@ class LoadedGraph:
     def run(self, *args, **named) -> dict[str, np.ndarray]:
         """Outputs by name, as NumPy arrays."""
         arrays = self._feed(args, named)
-        values = self.compiled_for(arrays)(*arrays)
+        values = self.compiled_for(arrays)(*arrays, *self._next_keys())
         return dict(zip(self.output_names, values))
+
+    def _next_keys(self) -> list[np.ndarray]:
+        """One key per random opr, from its own generator: this model's run number."""
+        return [keys.next_key() for keys in self._rng]
 
     def __call__(self, *args, **named):
         """One output -> a Tensor; several -> a list of Tensors."""
@@ -177,7 +185,7 @@ class LoadedGraph:
             if key not in checkers:
                 checkers[key] = self._checker_for(arrays)
             checks, compiled = checkers[key]
-            values = compiled(*arrays)
+            values = compiled(*arrays, *self._next_keys())
             result = {}
             for (name, maxerr), err in zip(checks, values if checks else []):
                 value = float(np.max(err))
@@ -240,6 +248,31 @@ class LoadedGraph:
 
     def _repr_html_(self) -> str | None:
         return None if self.graph is None else self.graph._repr_html_()
+
+
+def _opr_generators(graph: Graph | None) -> list[OprKeys]:
+    """MegEngine gives each random opr of a loaded model a generator of its own, fresh
+    from the opr's seed: one OprKeys per key input (ops/random.py), in input order."""
+    if graph is None:
+        return []
+    users = {n.inputs[0]: n for n in graph.nodes if n.op.name in KIND_OF}
+    return [OprKeys(users[v].kwargs["seed"], KIND_OF[users[v].op.name]) if v in users
+            else OprKeys(0, "uniform")        # the opr's result is unused
+            for v, name in zip(graph.inputs, graph.input_names)
+            if name.startswith(RNG_KEY_PREFIX)]
+
+
+def _first_keys_as_consts(graph: Graph) -> Graph:
+    """`graph` with each random opr's key input made the constant of its first draw."""
+    keys = dict(zip([v for v, n in zip(graph.inputs, graph.input_names)
+                     if n.startswith(RNG_KEY_PREFIX)], _opr_generators(graph)))
+    if not keys:
+        return graph
+    kept = [(v, n) for v, n in zip(graph.inputs, graph.input_names) if v not in keys]
+    g = Graph([v for v, _ in kept], {**graph.consts, **{v: k.first() for v, k in keys.items()}},
+              list(graph.nodes), [], [n for _, n in kept])
+    g.set_outputs(graph.outputs, graph.output_names)
+    return g
 
 
 def _quant_of(dtype: np.dtype):

@@ -136,7 +136,8 @@ class Graph:
         rule_types = op.infer_types([v.type for v in inputs], kwargs)
         out_types = tuple(out_types) if out_types is not None else rule_types
         small = sum(t.size for t in out_types) <= FOLD_LIMIT
-        if op.fold_from_types or (small and inputs and all(v in self.consts for v in inputs)):
+        if op.fold_from_types or (small and inputs and not op.random and
+                                  all(v in self.consts for v in inputs)):
             values = op.run_eager([self._value_for_fold(op, v) for v in inputs], kwargs)
             return tuple(self.add_const(val, name_hint, t.np_dtype if t.quant else t.dtype)
                          for val, t in zip(values, out_types))

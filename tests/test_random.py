@@ -183,6 +183,44 @@ def test_lite_draws_what_megengines_own_dump_draws(fn, golden, lite, tmp_path):
     assert a.shape == (3,) and not np.allclose(a, 10.0)
 
 
+@pytest.mark.parametrize("fn", [_uniform_normal, _gamma_beta_poisson])
+def test_loaded_model_draws_what_the_compiled_trace_drew(fn, tmp_path):
+    """MegEngine 1.13 (tests/data/show_megengine_rng_streams.py): the .mge keeps each
+    opr's seed; a loaded model's oprs each start a generator afresh from it, so its runs
+    1, 2, ... draw what the trace's compiled runs drew, and loading again starts over."""
+    from megtrace.graph_io import load_graph
+    x = np.full(3, 10.0, np.float32)
+    f = _seed7_trace(fn)                               # the tracing call
+    compiled = [f(mge.tensor(x)).numpy() for _ in range(3)]
+    path = tmp_path / "rng.mge"
+    f.dump(path, arg_names=["x"], optimize_for_inference=False)
+    model = load_graph(path)
+    assert [i.name for i in model.inputs] == ["x"]
+    runs = [list(model.run(x).values())[0] for _ in range(3)]
+    for got, want in zip(runs, compiled):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not np.array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(list(load_graph(path).run(x).values())[0], runs[0])
+
+
+@pytest.mark.parametrize("golden", ["megengine_rng_seed7.mge", "megengine_rng_params_seed7.mge"])
+def test_megengines_own_rng_dump_loads_with_its_run_structure(golden):
+    """MegEngine's file (tests/data/make_megengine_rng_dump.py) reads back: new numbers
+    on every run, the same sequence for every load (megtrace's bits, not MegEngine's)."""
+    from pathlib import Path
+
+    from megtrace.graph_io import load_graph
+    path = Path(__file__).parent / "data" / golden
+    x = np.full(3, 10.0, np.float32)
+    runs = [list(load_graph(path).run(x).values())[0] for _ in range(2)]
+    model = load_graph(path)
+    again = [list(model.run(x).values())[0] for _ in range(2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(again[0], runs[0])
+    assert not np.array_equal(again[0], again[1])
+    assert again[0].shape == (3,) and np.all(np.isfinite(again[1]))
+
+
 def test_rng_results_live_on_its_device():
     """MegEngine's RNG(device=...): every method's result is on that device, and the
     same seed gives the same numbers on another device."""

@@ -174,7 +174,8 @@ def _profile(model, feeds, target: str) -> None:
                         "names to report)")
     from megtrace.relay_bridge.profile import profile_run
     arrays = model._feed((), feeds)
-    _, report = profile_run(model.compiled_for(arrays), arrays)
+    # a model's random oprs take their keys after the inputs (graph_io.LoadedGraph.run)
+    _, report = profile_run(model.compiled_for(arrays), arrays + model._next_keys())
     records = [r for per in report["profiler"]["device"].values() for r in per.values()]
     totals: dict[str, float] = {}
     for r in records:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, FormatError, ShapeError, UnsupportedOpError
 from ..ir import TensorType
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
+from .registry import get as get_op
 
 _GOLDEN = 0x9E3779B9
 _MUL1, _MUL2 = 0x7FEB352D, 0x846CA68B
@@ -172,6 +173,63 @@ def _poisson_np(key, lam, *, seed):
     return _philox(key).poisson(lam).astype(np.float32)
 
 
+# -- read back from MegEngine's RNG oprs ---------------------------------------------------
+RNG_KEY_PREFIX = "megtrace.rng_key:"
+
+# the generator kind (random/stream.py) of each op: whose stream its keys come from
+KIND_OF = {"rng_uniform": "uniform", "rng_normal": "normal", "rng_gamma": "gamma",
+           "rng_beta": "beta", "rng_poisson": "poisson"}
+
+
+def _key_input(g, opr):
+    """A graph input for the opr's key: compiled graphs must not fold the draw."""
+    if hasattr(g, "input_values"):     # fbs/to_graph.py's _EvaluatingGraph (CondTake models)
+        raise UnsupportedOpError(f"{opr.type}: random oprs in a model whose shapes depend "
+                                 "on its values are not supported")
+    index = sum(n.startswith(RNG_KEY_PREFIX) for n in g.input_names)
+    return g.add_input(TensorType((2,), "int32"),
+                       f"{RNG_KEY_PREFIX}{index}:{opr.name or opr.type}")
+
+
+def _fields(opr) -> dict:
+    return opr.params[0][1] if opr.params else {}
+
+
+def _sized_read(op_name: str, *names: str):
+    """UniformRNG/GaussianRNG: the output shape is the opr's (constant) input."""
+    def read(g, opr, ins, _shapes):
+        f = _fields(opr)
+        if f.get("dtype", "Float32") not in ("Float32", 0):
+            raise UnsupportedOpError(f"{opr.type}: dtype {f['dtype']} is not supported "
+                                     "(megtrace draws float32)")
+        shape = g.consts.get(ins[0]) if len(ins) == 1 else None
+        if shape is None:
+            raise FormatError(f"{opr.type}: the output shape must be one constant input")
+        params = {"shape": tuple(int(d) for d in np.asarray(shape).reshape(-1)),
+                  "seed": int(f.get("seed", 0))}
+        params.update({n: float(f.get(n, 0.0 if n == "mean" else 1.0)) for n in names})
+        return list(g.add_node(get_op(op_name), [_key_input(g, opr)], params,
+                               name_hint=opr.name or opr.type))
+    return read
+
+
+def _params_read(op_name: str, arity: int):
+    """GammaRNG/BetaRNG/PoissonRNG: the (broadcast) parameters are the inputs."""
+    def read(g, opr, ins, _shapes):
+        if len(ins) != arity:
+            raise FormatError(f"{opr.type}: expected {arity} inputs, got {len(ins)}")
+        shapes = {v.type.shape for v in ins}
+        if len(shapes) != 1:
+            raise UnsupportedOpError(f"{opr.type}: parameters of different shapes "
+                                     f"{sorted(shapes)} are not supported")
+        ins = [v if v.type.dtype == "float32" else
+               g.add_node(get_op("astype"), [v], {"dtype": "float32"})[0] for v in ins]
+        return list(g.add_node(get_op(op_name), [_key_input(g, opr), *ins],
+                               {"seed": int(_fields(opr).get("seed", 0))},
+                               name_hint=opr.name or opr.type))
+    return read
+
+
 # -- written as MegEngine's RNG oprs -------------------------------------------------------
 _UNIFORM_RNG = MgeOpr("UniformRNGV1", "UniformRNG")
 _GAUSSIAN_RNG = MgeOpr("GaussianRNGV1", "GaussianRNG")
@@ -190,10 +248,15 @@ def _normal_emit(em, types, p, inputs):
 
 register(OpDef("rng_uniform", eager=_uniform_np, infer=_uniform_infer, lower=_uniform_rx,
                mge=MgeComposite(_uniform_emit), params={"shape": (), "seed": 0},
-               vjp=NOT_DIFFERENTIABLE))
+               mge_read={"UniformRNGV1": _sized_read("rng_uniform"),
+                         "UniformRNG": _sized_read("rng_uniform")},
+               vjp=NOT_DIFFERENTIABLE, random=True))
 register(OpDef("rng_normal", eager=_normal_np, infer=_normal_infer, lower=_normal_rx,
                mge=MgeComposite(_normal_emit),
-               params={"shape": (), "mean": 0.0, "std": 1.0, "seed": 0}, vjp=NOT_DIFFERENTIABLE))
+               mge_read={"GaussianRNGV1": _sized_read("rng_normal", "mean", "std"),
+                         "GaussianRNG": _sized_read("rng_normal", "mean", "std")},
+               params={"shape": (), "mean": 0.0, "std": 1.0, "seed": 0},
+               vjp=NOT_DIFFERENTIABLE, random=True))
 def _params_emit(opr: MgeOpr):
     """GammaRNG/BetaRNG/PoissonRNG take the (broadcast) parameters as inputs."""
     def emit(em, types, p, inputs):
@@ -203,10 +266,13 @@ def _params_emit(opr: MgeOpr):
 
 register(OpDef("rng_gamma", eager=_gamma_np, infer=_gamma_infer, params={"seed": 0},
                interpreted=True, mge=_params_emit(MgeOpr("GammaRNG", "GammaRNG")),
-               vjp=NOT_DIFFERENTIABLE))
+               mge_read={"GammaRNG": _params_read("rng_gamma", 2)},
+               vjp=NOT_DIFFERENTIABLE, random=True))
 register(OpDef("rng_beta", eager=_beta_np, infer=_beta_infer, params={"seed": 0},
                interpreted=True, mge=_params_emit(MgeOpr("BetaRNG", "BetaRNG")),
-               vjp=NOT_DIFFERENTIABLE))
+               mge_read={"BetaRNG": _params_read("rng_beta", 2)},
+               vjp=NOT_DIFFERENTIABLE, random=True))
 register(OpDef("rng_poisson", eager=_poisson_np, infer=_poisson_infer, params={"seed": 0},
                interpreted=True, mge=_params_emit(MgeOpr("PoissonRNG", "PoissonRNG")),
-               vjp=NOT_DIFFERENTIABLE))
+               mge_read={"PoissonRNG": _params_read("rng_poisson", 1)},
+               vjp=NOT_DIFFERENTIABLE, random=True))

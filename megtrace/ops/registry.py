@@ -141,6 +141,9 @@ class OpDef:
     mge_read: Mapping[str, Callable[..., list]] = field(default_factory=dict)
     # reverse-mode derivative (see the class docstring): a function or NOT_DIFFERENTIABLE
     vjp: Callable[..., tuple] | _NotDifferentiable | None = None
+    # draws random numbers (ops/random.py): never folded to a constant, even when its
+    # inputs are (a loaded model's first-draw key), since each run draws anew
+    random: bool = False
     # takes MegEngine's quantized dtypes itself (megtrace/ops/quantized.py): its shape
     # rule gives the results' quantization; for every other op, quantized inputs go
     # through megtrace/ops/quantized_types.py's rule
