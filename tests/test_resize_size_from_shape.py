@@ -64,15 +64,3 @@ def test_dump_follows_a_new_spatial_size_in_lite_as_megengines_does(options, rng
     feeds = _inputs(rng, 12, 6, 8)
     want = decoder(*[mge.tensor(v) for v in feeds.values()]).numpy()
     assert rel_err(lite.run_model(path, feeds)["out"], want) <= 1e-5
-
-
-def test_loaded_dump_and_replays_follow_a_new_spatial_size(rng, tmp_path):
-    traced = trace(symbolic=True, capture_as_const=True)(_upsample_to_skip)
-    traced(*[mge.tensor(v) for v in _inputs(rng, 8, 10).values()])
-    path = tmp_path / "resize.mge"
-    traced.dump(path, arg_names=["x", "skip"], output_names=["out"])
-    feeds = _inputs(rng, 12, 6)
-    want = _upsample_to_skip(*[mge.tensor(v) for v in feeds.values()]).numpy()
-    args = [mge.tensor(v) for v in feeds.values()]
-    assert rel_err(traced(*args).numpy(), want) <= 1e-5
-    assert rel_err(mge.load_graph(path)(*args).numpy(), want) <= 1e-5
