@@ -157,13 +157,19 @@ def _centered(arr: np.ndarray) -> np.ndarray:
     return Q.storage(arr).astype(np.int64) - int(Q.mgb_meta(arr.dtype).get("zero_point", 0))
 
 
+def eager_conv_epilogue(acc, x, w, bias, nonlinear_mode, dtype):
+    """ConvBias after the int32 accumulation `acc` of x and w, in NumPy: the bias, the
+    nonlinearity and the TypeCvt to `dtype` (Q.conv_bias at the accumulator's scale)."""
+    scale = _acc_scale(QuantParam.of(x.dtype), QuantParam.of(w.dtype))
+    return Q.conv_bias(acc, bias[0] if bias else None, scale, nonlinear_mode,
+                       None if dtype is None else _np_dtype(dtype))
+
+
 def _conv_eager(x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, dtype):
     wg = w[None] if groups == 1 else w
     acc = conv_nd_eager(_centered(x), _centered(wg), tuple(stride), tuple(padding),
                         tuple(dilation))
-    scale = _acc_scale(QuantParam.of(x.dtype), QuantParam.of(w.dtype))
-    return Q.conv_bias(acc, bias[0] if bias else None, scale, nonlinear_mode,
-                       None if dtype is None else _np_dtype(dtype))
+    return eager_conv_epilogue(acc, x, w, bias, nonlinear_mode, dtype)
 
 
 def _conv_lower(L, x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, dtype):
@@ -223,20 +229,25 @@ CONV_BIAS = MgeOpr("ConvBiasForward", "ConvBias", fields=_conv_fields,
                    extra=(("ExecutionPolicy", {}),))
 
 
-def _conv_emit(em, types, p, inputs):
-    """ConvBias with its output dtype; without a bias, a zero QuantizedS32 one (MegEngine's
-    kernels check a missing bias against the output dtype's scale and refuse)."""
-    out = _conv_infer(*types, **p)
-    if len(inputs) == 2:
-        acc = QuantParam("QuantizedS32", _acc_scale(types[0].quant, types[1].quant))
-        zero = np.zeros((1, out.shape[1], 1, 1), np.int32).view(acc.np_dtype())
-        inputs = [*inputs, em.const(zero)]
-    return em.opr(CONV_BIAS, _conv_fields(p), inputs,
-                  output_dtype=_dt.file_dtype(out.np_dtype))
+def conv_bias_emitter(opr: MgeOpr, infer):
+    """How a quantized conv-with-bias op (`infer` its shape rule) is written as `opr`
+    (ConvBias, BatchConvBias): with its output dtype; without a bias, a zero QuantizedS32
+    one (MegEngine's kernels check a missing bias against the output dtype's scale and
+    refuse)."""
+    def emit(em, types, p, inputs):
+        out = infer(*types, **p)
+        if len(inputs) == 2:
+            acc = QuantParam("QuantizedS32", _acc_scale(types[0].quant, types[1].quant))
+            zero = np.zeros((1, out.shape[1], 1, 1), np.int32).view(acc.np_dtype())
+            inputs = [*inputs, em.const(zero)]
+        return em.opr(opr, _conv_fields(p), inputs,
+                      output_dtype=_dt.file_dtype(out.np_dtype))
+    return emit
 
 
 register(OpDef("quantized_conv_bias", eager=_conv_eager, infer=_conv_infer,
-               lower=_conv_lower, params=_CONV_PARAMS, mge=MgeComposite(_conv_emit),
+               lower=_conv_lower, params=_CONV_PARAMS,
+               mge=MgeComposite(conv_bias_emitter(CONV_BIAS, _conv_infer)),
                vjp=NOT_DIFFERENTIABLE, quantized=True))
 
 

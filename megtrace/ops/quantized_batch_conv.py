@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtype as _dt
-from ..dtype import QuantParam
 from ..errors import ShapeError, UnsupportedOpError
 from ..ir import TensorType
-from . import quantized_eager as Q
 from .conv import conv_nd_eager
-from .quantized import (_CONV_PARAMS, _acc_scale, _centered, _conv_infer, _np_dtype,
-                        conv_bias_params, lower_conv_epilogue, spec)
+from .quantized import (_CONV_PARAMS, _centered, _conv_infer, conv_bias_emitter,
+                        conv_bias_params, eager_conv_epilogue, lower_conv_epilogue, spec)
 from .quantized_lower import lower_centered
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, get, register
 
@@ -39,9 +36,7 @@ def _eager(x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, dtype
     acc = np.concatenate([conv_nd_eager(xc[n:n + 1], wc[n][None], tuple(stride),
                                         tuple(padding), tuple(dilation))
                           for n in range(x.shape[0])])
-    scale = _acc_scale(QuantParam.of(x.dtype), QuantParam.of(w.dtype))
-    return Q.conv_bias(acc, bias[0] if bias else None, scale, nonlinear_mode,
-                       None if dtype is None else _np_dtype(dtype))
+    return eager_conv_epilogue(acc, x, w, bias, nonlinear_mode, dtype)
 
 
 def _lower(L, x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, dtype):
@@ -62,26 +57,6 @@ BATCH_CONV_BIAS = MgeOpr("BatchConvBiasForward", "BatchConvBias",
                          extra=(("ExecutionPolicy", {}),))
 
 
-def _fields(p: dict) -> dict:
-    return {"nonlineMode": str(p["nonlinear_mode"]).upper(), "mode": "CROSS_CORRELATION",
-            "pad_h": p["padding"][0], "pad_w": p["padding"][1],
-            "stride_h": p["stride"][0], "stride_w": p["stride"][1],
-            "dilate_h": p["dilation"][0], "dilate_w": p["dilation"][1],
-            "sparse": "DENSE", "format": "NCHW", "compute_mode": "DEFAULT"}
-
-
-def _emit(em, types, p, inputs):
-    """BatchConvBias with its output dtype; MegEngine's opr takes a bias, so a missing one
-    is written as zeros (QuantizedS32 at the accumulator's scale)."""
-    out = _infer(*types, **p)
-    if len(inputs) == 2:
-        acc = QuantParam("QuantizedS32", _acc_scale(types[0].quant, types[1].quant))
-        zero = np.zeros((1, out.shape[1], 1, 1), np.int32).view(acc.np_dtype())
-        inputs = [*inputs, em.const(zero)]
-    return em.opr(BATCH_CONV_BIAS, _fields(p), inputs,
-                  output_dtype=_dt.file_dtype(out.np_dtype))
-
-
 def _read(g, opr, ins, _shapes):
     if len(ins) > 3:
         raise UnsupportedOpError("BatchConvBias with a z input: megtrace reads x, filter and "
@@ -98,5 +73,5 @@ def _read(g, opr, ins, _shapes):
 
 
 register(OpDef(_OP, eager=_eager, infer=_infer, lower=_lower, params=_CONV_PARAMS,
-               mge=MgeComposite(_emit), mge_read={"BatchConvBiasForward": _read},
+               mge=MgeComposite(conv_bias_emitter(BATCH_CONV_BIAS, _infer)), mge_read={"BatchConvBiasForward": _read},
                vjp=NOT_DIFFERENTIABLE, quantized=True))
