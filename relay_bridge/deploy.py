@@ -13,9 +13,12 @@ bad feeds fail with a ValueError naming the input before TVM sees them.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import json
 import os
+import platform
 import sys
 import threading
 from pathlib import Path
@@ -120,25 +123,18 @@ def host_cpu_flags() -> set[str] | None:
     return None
 
 
-_AMX_PERMISSION: list[bool] = []
-
-
+@functools.cache
 def request_amx() -> bool:
     """Ask Linux for the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM, once per
     process): without it the first tile instruction dies with SIGILL."""
-    if not _AMX_PERMISSION:
-        import ctypes
-        import platform
-        granted = False
-        if platform.system() == "Linux" and platform.machine() == "x86_64" and \
-                {"amx_tile", "amx_bf16"} <= (host_cpu_flags() or set()):
-            try:
-                libc = ctypes.CDLL(None, use_errno=True)
-                granted = libc.syscall(158, 0x1023, 18) == 0   # arch_prctl, XTILEDATA
-            except (OSError, AttributeError):
-                granted = False
-        _AMX_PERMISSION.append(granted)
-    return _AMX_PERMISSION[0]
+    if platform.system() != "Linux" or platform.machine() != "x86_64" or \
+            not {"amx_tile", "amx_bf16"} <= (host_cpu_flags() or set()):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syscall(158, 0x1023, 18) == 0      # arch_prctl, XTILEDATA
+    except (OSError, AttributeError):
+        return False
 
 
 def check_library(library: Path, manifest: dict[str, Any]) -> None:
