@@ -60,19 +60,11 @@ def _mapping(array: np.ndarray) -> np.ndarray | None:
     return raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
 
 
-def constant(array: np.ndarray) -> Any:
-    """A tvm.runtime.Tensor with `array`'s contents, in huge pages when that applies,
-    else `array` itself (for rx.const to copy as usual)."""
-    out = _mapping(array)
-    if out is None:
-        return array
-    out[...] = array                   # the first touch: faults in huge pages
-    return tvm().runtime.from_dlpack(out)   # keeps `out`, hence the mapping, alive
-
-
 class Filler:
-    """`constant` whose copies run on one worker thread; nothing may read the Tensors it
-    returns before `wait()` (call it once, when the last constant is made)."""
+    """Makes the constants: each a tvm.runtime.Tensor with an array's contents in huge
+    pages when that applies, else the array itself (for rx.const to copy as usual). The
+    copies run on one worker thread; nothing may read the Tensors it returns before
+    `wait()` (call it once, when the last constant is made)."""
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
