@@ -278,10 +278,10 @@ def k_block(steps: int, divisor: bool = False) -> int:
     return KC if steps % KC == 0 else steps
 
 
-def accumulate(tiles: AmxTiles, ops: TileOperands, row_blocks: int, steps: int,
+def accumulate(tiles: AmxTiles, ops: TileOperands, row_blocks: Any, steps: int,
                config: TileRef, kcn: int | None = None) -> Any:
     """One task of the tile GEMM (amx.py's dense and amx_conv.py's conv share it): 32
-    columns of `row_blocks` 16-row blocks over `steps` k steps. k goes in blocks whose
+    columns of `row_blocks` (int or PrimExpr) 16-row blocks over `steps` k steps. k goes in blocks whose
     weight tiles (4 KB a step) stay in L1 while each row block accumulates into two
     tiles, loaded from and stored to the output between k blocks (one tile load per
     product leaves the kernel bound by L2 bandwidth otherwise); c_h += ah @ bh_h +
@@ -306,7 +306,8 @@ def accumulate(tiles: AmxTiles, ops: TileOperands, row_blocks: int, steps: int,
     return tiles.scope(t.SeqStmt([
         tiles.config(config),
         t.For(kc, zero, t.const(steps // kcn, "int32"), t.ForKind.SERIAL,
-              t.For(r, zero, t.const(row_blocks, "int32"), t.ForKind.SERIAL, row_block))]))
+              t.For(r, zero, t.const(row_blocks, "int32") if isinstance(row_blocks, int)
+                    else row_blocks, t.ForKind.SERIAL, row_block))]))
 
 
 def task_loop(task, tasks: int, macs: int, body, parallel: bool = True) -> Any:

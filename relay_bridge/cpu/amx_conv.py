@@ -34,6 +34,8 @@ from .epilogue import Epilogue, blocked_output
 from .layout import BLOCK, blocks, ceil_div
 from .primfunc import parallel_if, scheduled_func
 
+MIN_TASKS = 8       # tasks a kernel should have for the threads to share (when rows allow)
+
 
 @dataclass(frozen=True)
 class AmxConvShape:
@@ -94,14 +96,19 @@ class AmxConvShape:
 
     @property
     def group_blocks(self) -> int:
-        """Row blocks a group of tasks shares: the most dividing an image's whose input
-        span (what their taps read) fits GROUP_BYTES."""
+        """Row blocks of an image a group of tasks shares (the last group may have fewer):
+        few enough that their input span (what their taps read) fits GROUP_BYTES and that
+        the kernel has MIN_TASKS tasks (images x groups x 32-channel columns) where the
+        rows allow; no more groups than that, as each group reads its columns' weights
+        again."""
         c, blocks_ = self.conv, self.rows // TILE_M
+        span = 4 * c.c * self.phases * (self.rows + self.shift(c.kh - 1, c.kw - 1))
+        groups = max(ceil_div(span, GROUP_BYTES), ceil_div(MIN_TASKS, c.n * (c.oc // TASK_N)))
+        return ceil_div(blocks_, min(blocks_, groups))
 
-        def span(d: int) -> int:
-            return 4 * c.c * self.phases * (d * TILE_M + self.shift(c.kh - 1, c.kw - 1))
-        return max([d for d in range(1, blocks_ + 1) if blocks_ % d == 0
-                    and span(d) <= GROUP_BYTES] or [1])
+    @property
+    def groups(self) -> int:
+        return ceil_div(self.rows // TILE_M, self.group_blocks)
 
 
 def applies(conv: ConvShape) -> bool:
@@ -142,8 +149,7 @@ def conv2d_amx(conv: ConvShape, epilogue: Epilogue | None = None, emulate: bool 
         return split_value(t, value, p)
     x_tiles = te.compute(shape.tiles_shape, tile_value, name="x_tiles")
 
-    per = shape.group_blocks
-    groups, cols = rows // TILE_M // per, conv.oc // TASK_N
+    per, groups, cols = shape.group_blocks, shape.groups, conv.oc // TASK_N
     taps_w = conv.kw
 
     def body(ins, outs):
@@ -164,8 +170,10 @@ def conv2d_amx(conv: ConvShape, epilogue: Epilogue | None = None, emulate: bool 
             a=a_tile,
             b=lambda h, q, p: TileRef(wt, (col * 2 + h, q, p, zero, zero), 32),
             c=lambda r, h: TileRef(c, (n, col * 2 + h, (g * per + r) * TILE_M, zero), BLOCK))
+        row_blocks = t.min(per, rows // TILE_M - g * per)      # the last group's are fewer
         return task_loop(task, conv.n * groups * cols, conv.flops // 2,
-                         accumulate(tiles, ops, per, shape.steps, TileRef(config, (zero,), 0),
+                         accumulate(tiles, ops, row_blocks, shape.steps,
+                                    TileRef(config, (zero,), 0),
                                     k_block(shape.steps, divisor=True)), not emulate)
 
     acc = te.extern((conv.n, ocb, rows, BLOCK), [x_tiles, w, cfg], body, name="amx_conv",

@@ -68,6 +68,18 @@ def test_phase_layout_geometry():
     assert s2.tiles_shape == (1, 8, 2, 4, 73, 2, 16)
 
 
+def test_row_groups_give_the_threads_tasks():
+    """At least amx_conv.MIN_TASKS tasks where the rows allow, the last group shorter
+    (128 @ 28x28: 53 row blocks as 27 + 26); batch 8 fills that with whole images."""
+    def geometry(n, c, hw):
+        s = amx_conv.AmxConvShape(ConvShape(n, c, hw, hw, c, 3, 3, (1, 1), (1, 1)))
+        return s.rows // 16, s.group_blocks, s.groups
+    assert geometry(1, 128, 28) == (53, 27, 2)          # 4 columns x 2 groups
+    assert geometry(1, 64, 56) == (203, 51, 4)          # 2 columns x 4 groups
+    assert geometry(8, 64, 56) == (203, 203, 1)         # 8 images x 2 columns
+    assert geometry(1, 512, 7) == (4, 4, 1)             # 16 columns
+
+
 def test_packed_weight_is_the_tap_major_gemm_weight(rng):
     w = rng.standard_normal((64, 32, 3, 3)).astype(np.float32)
     packed = amx_conv.pack_conv_weight(w)
@@ -164,3 +176,26 @@ def test_amx_conv_matches_float64(n, c, hw, oc, k, stride, pad, rng, monkeypatch
     assert got.shape == want.shape
     # bf16 hi/lo split: a few 1e-6 of the largest output (float32: ~1e-6)
     assert rel_err(got, np.maximum(want, 0)) <= 2e-5
+
+
+@pytest.mark.parametrize("n,c,hw,oc,k,stride,pad", [SHAPES[0], SHAPES[3], SHAPES[6]],
+                         ids=[IDS[0], IDS[3], IDS[6]])
+def test_graph_path_with_emulated_tiles(n, c, hw, oc, k, stride, pad, rng, monkeypatch):
+    """lower.py's wiring (packed weight and tile config constants, the epilogue's bias,
+    runtime residual and relu) on any host: the rule taken as on an AMX host, its kernel
+    built with EmulatedTiles."""
+    from functools import partial
+
+    from megtrace.relay_bridge.cpu import lower
+    monkeypatch.setattr(lower._CpuLowering, "_amx_conv",
+                        lambda self, shape, w: amx_conv.applies(shape))
+    monkeypatch.setattr(lower.amx_conv, "conv2d_amx",
+                        partial(amx_conv.conv2d_amx, emulate=True))
+    x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+    w = (rng.standard_normal((oc, c, k, k)) * np.sqrt(2.0 / (k * k * c))).astype(np.float32)
+    bias = rng.standard_normal((1, oc, 1, 1)).astype(np.float32)
+    cg = compile_graph(conv_graph(x, w, bias, stride, pad, True), rules=True)
+    assert cg.rules[1] == "conv_amx"
+    want = direct_conv(x, w, stride, pad) + bias
+    r = rng.standard_normal(want.shape).astype(np.float32)
+    assert rel_err(cg(x, r)[0], np.maximum(want + r, 0)) <= 2e-5
