@@ -276,7 +276,8 @@ class _CpuLowering:
             func = self.kernels[key] = expand_depthwise(shape, group.epilogue, nxt.epilogue)
         consts, wd = self.graph.consts, nxt.anchor.inputs[1]
         args = [self.blocked[x],
-                self._const(("conv", w, L.BLOCK), lambda: L.pack_conv_weight(consts[w], L.BLOCK)),
+                self._const(("conv", w, shape.icb),
+                            lambda: L.pack_conv_weight(consts[w], shape.icb)),
                 *self._epilogue_args(group.epilogue, blocked=True),
                 self._const(("depthwise", wd), lambda: L.pack_depthwise_weight(consts[wd])),
                 *self._epilogue_args(nxt.epilogue, blocked=True)]
