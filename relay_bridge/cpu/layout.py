@@ -37,6 +37,18 @@ def input_block(c: int, blocked: bool) -> int:
     return c
 
 
+def reduce_block(c: int) -> int:
+    """Channels per reduction step over a blocked input of `c` channels: 16, or, when c
+    is not a multiple of 16, gcd(c, 16) if that is at least 4, so that a 1x1 conv never
+    multiplies the zero padding (MobileNetV2's 24-channel layers: 24 steps, not 32).
+    Step j of reduction block b reads block b // (16 / icb), lane (b % (16 / icb)) *
+    icb + j; the weight is packed with pack_conv_weight(w, icb)."""
+    if c % BLOCK == 0:
+        return BLOCK
+    part = int(np.gcd(c, BLOCK))
+    return part if part >= 4 else BLOCK
+
+
 def pack_conv_weight(w: np.ndarray, icb: int) -> np.ndarray:
     """(OC, IC, KH, KW) -> (OC/16, IC/icb, KH, KW, icb, 16), zero-padded."""
     oc, ic, kh, kw = w.shape
