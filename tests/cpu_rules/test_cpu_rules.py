@@ -115,6 +115,27 @@ def test_conv_rule_matches_reference(n, c, h, w, oc, k, s, p, rng):
     check(cg(x)[0], np.maximum(conv_ref(x, wt, (s, s), (p, p)) + bias, 0))
 
 
+@pytest.mark.parametrize("c,k,s,p,icb", [(24, 1, 1, 0, 8), (40, 3, 1, 1, 8), (20, 3, 2, 1, 4),
+                                         (8, 1, 1, 0, 8), (18, 1, 1, 0, 16)])
+def test_conv_on_blocked_input_reduces_over_its_real_channels(c, k, s, p, icb, rng):
+    """A blocked input of 24 channels is reduced in 3 steps of 8, not 2 blocks of 16
+    whose last 8 lanes are zero padding (layout.reduce_block)."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape
+    shape = ConvShape(1, c, 13, 12, 32, k, k, (s, s), (p, p))
+    assert shape.icb == icb and shape.weight_shape[1] == -(-c // icb)
+    x, w0, w1 = f32(rng, 1, 3, 13, 12), f32(rng, c, 3, 1, 1), f32(rng, 32, c, k, k)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    cg = b.compile(b.op("conv2d", y, b.const(w1), stride=(s, s), padding=(p, p)))
+    assert cg.rules == ["conv", "conv"]
+    want = conv_ref(np.maximum(conv_ref(x, w0), 0), w1, (s, s), (p, p))
+    check(cg(x)[0], want)
+    b = G()                                 # a runtime weight, packed in the graph
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))
+    cg = b.compile(b.op("conv2d", y, b.input(w1, "w"), stride=(s, s), padding=(p, p)))
+    check(cg(x, w1)[0], want)
+
+
 def test_conv_with_runtime_weight_packs_it_in_the_graph(rng):
     x, wt = f32(rng, 1, 24, 10, 10), f32(rng, 20, 24, 3, 3)
     b = G()
