@@ -237,14 +237,18 @@ class _CpuLowering:
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
 
-    def _packed_weight(self, w: Var, shape: ConvShape):
-        """A runtime conv weight packed for `shape`, once per weight and input block (a
-        strided weight gradient's phases all take the same output gradient)."""
-        key = (w, shape.icb)
+    def _packed_weight(self, w: Var, shape: ConvShape, icb: int | None = None):
+        """A runtime conv weight packed for `shape` (with `icb` input channels per block:
+        default the shape's), once per weight and input block (a strided weight
+        gradient's phases all take the same output gradient)."""
+        icb = shape.icb if icb is None else icb
+        key = (w, icb)
         if key not in self.packed:
             wp = tvm().te.placeholder(L.i64(w.type.shape), F32, name="w")
-            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
-                                          [self.get_plain(w)], shape.weight_shape, "pack_weight")
+            packed = (L.blocks(shape.oc), L.ceil_div(shape.c, icb), shape.kh, shape.kw, icb,
+                      L.BLOCK)
+            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, icb)]),
+                                          [self.get_plain(w)], packed, "pack_weight")
         return self.packed[key]
 
     def _winograd_weight(self, w: Var, shape: ConvShape):
@@ -253,7 +257,7 @@ class _CpuLowering:
         if key not in self.packed:
             oc, ic = w.type.shape[:2]
             self.packed[key] = self._call(winograd.weight_transform_func(oc, ic),
-                                          [self._packed_weight(w, shape)],
+                                          [self._packed_weight(w, shape, L.BLOCK)],
                                           winograd.WinogradShape(shape).weight_shape,
                                           "winograd_weight")
         return self.packed[key]
