@@ -28,6 +28,7 @@ from megtrace import atomic_io
 from megtrace.ir import Graph
 
 from ._tvm import tvm
+from .cpu.amx_conv import mode as amx_conv_mode
 from .cpu.attention import mode as attention_mode
 from .cpu.batch_split import enabled as batch_split_enabled
 from .cpu.fast_math import mode as fast_math_mode
@@ -171,7 +172,7 @@ def _become_quiet_writer() -> None:
 def entry_key(graph: Graph, target: Any, rules: bool | None, options: BuildOptions) -> str:
     h = hashlib.sha256()
     for part in (str(target), repr(options), str(uses_cpu_rules(target, rules)),
-                 winograd_mode(), fast_math_mode(),
+                 winograd_mode(), amx_conv_mode(), fast_math_mode(),
                  expand_depthwise_mode(), attention_mode(), str(batch_split_enabled()),
                  _versions(), str(graph)):
         h.update(part.encode())

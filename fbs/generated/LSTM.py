@@ -24,11 +24,102 @@ class LSTM(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # LSTM
+    def NumLayers(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # LSTM
+    def Bidirectional(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # LSTM
+    def Bias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
+    # LSTM
+    def HiddenSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 128
+
+    # LSTM
+    def ProjSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # LSTM
+    def Dropout(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # LSTM
+    def FwdMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def LSTMStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(7)
 
 def Start(builder):
     LSTMStart(builder)
+
+def LSTMAddNumLayers(builder, numLayers):
+    builder.PrependUint32Slot(0, numLayers, 1)
+
+def AddNumLayers(builder, numLayers):
+    LSTMAddNumLayers(builder, numLayers)
+
+def LSTMAddBidirectional(builder, bidirectional):
+    builder.PrependBoolSlot(1, bidirectional, 0)
+
+def AddBidirectional(builder, bidirectional):
+    LSTMAddBidirectional(builder, bidirectional)
+
+def LSTMAddBias(builder, bias):
+    builder.PrependBoolSlot(2, bias, 1)
+
+def AddBias(builder, bias):
+    LSTMAddBias(builder, bias)
+
+def LSTMAddHiddenSize(builder, hiddenSize):
+    builder.PrependUint32Slot(3, hiddenSize, 128)
+
+def AddHiddenSize(builder, hiddenSize):
+    LSTMAddHiddenSize(builder, hiddenSize)
+
+def LSTMAddProjSize(builder, projSize):
+    builder.PrependUint32Slot(4, projSize, 0)
+
+def AddProjSize(builder, projSize):
+    LSTMAddProjSize(builder, projSize)
+
+def LSTMAddDropout(builder, dropout):
+    builder.PrependFloat32Slot(5, dropout, 0.0)
+
+def AddDropout(builder, dropout):
+    LSTMAddDropout(builder, dropout)
+
+def LSTMAddFwdMode(builder, fwdMode):
+    builder.PrependUint32Slot(6, fwdMode, 0)
+
+def AddFwdMode(builder, fwdMode):
+    LSTMAddFwdMode(builder, fwdMode)
 
 def LSTMEnd(builder):
     return builder.EndObject()

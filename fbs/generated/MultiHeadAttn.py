@@ -24,11 +24,310 @@ class MultiHeadAttn(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # MultiHeadAttn
+    def NumHeads(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # MultiHeadAttn
+    def EmbedingSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def KSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def VSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def QprojSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def KprojSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def VprojSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def OprojSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def Qbias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def Kbias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def Vbias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def Obias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(26))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def SmScaler(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(28))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 1.0
+
+    # MultiHeadAttn
+    def InputOrder(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def AttnMaskType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(32))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def TensorCombinationType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(34))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def AddZeroAttn(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(36))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def NeedWeights(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(38))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def Reslink(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(40))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # MultiHeadAttn
+    def Training(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(42))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
+    # MultiHeadAttn
+    def Seed(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(44))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # MultiHeadAttn
+    def AttnProb(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(46))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # MultiHeadAttn
+    def OutProb(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(48))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
 def MultiHeadAttnStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(23)
 
 def Start(builder):
     MultiHeadAttnStart(builder)
+
+def MultiHeadAttnAddNumHeads(builder, numHeads):
+    builder.PrependUint32Slot(0, numHeads, 1)
+
+def AddNumHeads(builder, numHeads):
+    MultiHeadAttnAddNumHeads(builder, numHeads)
+
+def MultiHeadAttnAddEmbedingSize(builder, embedingSize):
+    builder.PrependUint32Slot(1, embedingSize, 0)
+
+def AddEmbedingSize(builder, embedingSize):
+    MultiHeadAttnAddEmbedingSize(builder, embedingSize)
+
+def MultiHeadAttnAddKSize(builder, kSize):
+    builder.PrependUint32Slot(2, kSize, 0)
+
+def AddKSize(builder, kSize):
+    MultiHeadAttnAddKSize(builder, kSize)
+
+def MultiHeadAttnAddVSize(builder, vSize):
+    builder.PrependUint32Slot(3, vSize, 0)
+
+def AddVSize(builder, vSize):
+    MultiHeadAttnAddVSize(builder, vSize)
+
+def MultiHeadAttnAddQprojSize(builder, qprojSize):
+    builder.PrependUint32Slot(4, qprojSize, 0)
+
+def AddQprojSize(builder, qprojSize):
+    MultiHeadAttnAddQprojSize(builder, qprojSize)
+
+def MultiHeadAttnAddKprojSize(builder, kprojSize):
+    builder.PrependUint32Slot(5, kprojSize, 0)
+
+def AddKprojSize(builder, kprojSize):
+    MultiHeadAttnAddKprojSize(builder, kprojSize)
+
+def MultiHeadAttnAddVprojSize(builder, vprojSize):
+    builder.PrependUint32Slot(6, vprojSize, 0)
+
+def AddVprojSize(builder, vprojSize):
+    MultiHeadAttnAddVprojSize(builder, vprojSize)
+
+def MultiHeadAttnAddOprojSize(builder, oprojSize):
+    builder.PrependUint32Slot(7, oprojSize, 0)
+
+def AddOprojSize(builder, oprojSize):
+    MultiHeadAttnAddOprojSize(builder, oprojSize)
+
+def MultiHeadAttnAddQbias(builder, qbias):
+    builder.PrependBoolSlot(8, qbias, 0)
+
+def AddQbias(builder, qbias):
+    MultiHeadAttnAddQbias(builder, qbias)
+
+def MultiHeadAttnAddKbias(builder, kbias):
+    builder.PrependBoolSlot(9, kbias, 0)
+
+def AddKbias(builder, kbias):
+    MultiHeadAttnAddKbias(builder, kbias)
+
+def MultiHeadAttnAddVbias(builder, vbias):
+    builder.PrependBoolSlot(10, vbias, 0)
+
+def AddVbias(builder, vbias):
+    MultiHeadAttnAddVbias(builder, vbias)
+
+def MultiHeadAttnAddObias(builder, obias):
+    builder.PrependBoolSlot(11, obias, 0)
+
+def AddObias(builder, obias):
+    MultiHeadAttnAddObias(builder, obias)
+
+def MultiHeadAttnAddSmScaler(builder, smScaler):
+    builder.PrependFloat32Slot(12, smScaler, 1.0)
+
+def AddSmScaler(builder, smScaler):
+    MultiHeadAttnAddSmScaler(builder, smScaler)
+
+def MultiHeadAttnAddInputOrder(builder, inputOrder):
+    builder.PrependUint32Slot(13, inputOrder, 0)
+
+def AddInputOrder(builder, inputOrder):
+    MultiHeadAttnAddInputOrder(builder, inputOrder)
+
+def MultiHeadAttnAddAttnMaskType(builder, attnMaskType):
+    builder.PrependUint32Slot(14, attnMaskType, 0)
+
+def AddAttnMaskType(builder, attnMaskType):
+    MultiHeadAttnAddAttnMaskType(builder, attnMaskType)
+
+def MultiHeadAttnAddTensorCombinationType(builder, tensorCombinationType):
+    builder.PrependUint32Slot(15, tensorCombinationType, 0)
+
+def AddTensorCombinationType(builder, tensorCombinationType):
+    MultiHeadAttnAddTensorCombinationType(builder, tensorCombinationType)
+
+def MultiHeadAttnAddAddZeroAttn(builder, addZeroAttn):
+    builder.PrependBoolSlot(16, addZeroAttn, 0)
+
+def AddAddZeroAttn(builder, addZeroAttn):
+    MultiHeadAttnAddAddZeroAttn(builder, addZeroAttn)
+
+def MultiHeadAttnAddNeedWeights(builder, needWeights):
+    builder.PrependBoolSlot(17, needWeights, 0)
+
+def AddNeedWeights(builder, needWeights):
+    MultiHeadAttnAddNeedWeights(builder, needWeights)
+
+def MultiHeadAttnAddReslink(builder, reslink):
+    builder.PrependBoolSlot(18, reslink, 0)
+
+def AddReslink(builder, reslink):
+    MultiHeadAttnAddReslink(builder, reslink)
+
+def MultiHeadAttnAddTraining(builder, training):
+    builder.PrependBoolSlot(19, training, 1)
+
+def AddTraining(builder, training):
+    MultiHeadAttnAddTraining(builder, training)
+
+def MultiHeadAttnAddSeed(builder, seed):
+    builder.PrependUint64Slot(20, seed, 0)
+
+def AddSeed(builder, seed):
+    MultiHeadAttnAddSeed(builder, seed)
+
+def MultiHeadAttnAddAttnProb(builder, attnProb):
+    builder.PrependFloat32Slot(21, attnProb, 0.0)
+
+def AddAttnProb(builder, attnProb):
+    MultiHeadAttnAddAttnProb(builder, attnProb)
+
+def MultiHeadAttnAddOutProb(builder, outProb):
+    builder.PrependFloat32Slot(22, outProb, 0.0)
+
+def AddOutProb(builder, outProb):
+    MultiHeadAttnAddOutProb(builder, outProb)
 
 def MultiHeadAttnEnd(builder):
     return builder.EndObject()

@@ -24,11 +24,37 @@ class PermutationRNG(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # PermutationRNG
+    def Seed(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # PermutationRNG
+    def Dtype(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int8Flags, o + self._tab.Pos)
+        return 4
+
 def PermutationRNGStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(2)
 
 def Start(builder):
     PermutationRNGStart(builder)
+
+def PermutationRNGAddSeed(builder, seed):
+    builder.PrependUint64Slot(0, seed, 0)
+
+def AddSeed(builder, seed):
+    PermutationRNGAddSeed(builder, seed)
+
+def PermutationRNGAddDtype(builder, dtype):
+    builder.PrependInt8Slot(1, dtype, 4)
+
+def AddDtype(builder, dtype):
+    PermutationRNGAddDtype(builder, dtype)
 
 def PermutationRNGEnd(builder):
     return builder.EndObject()

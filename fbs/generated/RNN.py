@@ -24,11 +24,102 @@ class RNN(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # RNN
+    def NumLayers(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 1
+
+    # RNN
+    def Bidirectional(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+    # RNN
+    def Bias(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return True
+
+    # RNN
+    def HiddenSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 128
+
+    # RNN
+    def Dropout(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Float32Flags, o + self._tab.Pos)
+        return 0.0
+
+    # RNN
+    def NonlineMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # RNN
+    def FwdMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def RNNStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(7)
 
 def Start(builder):
     RNNStart(builder)
+
+def RNNAddNumLayers(builder, numLayers):
+    builder.PrependUint32Slot(0, numLayers, 1)
+
+def AddNumLayers(builder, numLayers):
+    RNNAddNumLayers(builder, numLayers)
+
+def RNNAddBidirectional(builder, bidirectional):
+    builder.PrependBoolSlot(1, bidirectional, 0)
+
+def AddBidirectional(builder, bidirectional):
+    RNNAddBidirectional(builder, bidirectional)
+
+def RNNAddBias(builder, bias):
+    builder.PrependBoolSlot(2, bias, 1)
+
+def AddBias(builder, bias):
+    RNNAddBias(builder, bias)
+
+def RNNAddHiddenSize(builder, hiddenSize):
+    builder.PrependUint32Slot(3, hiddenSize, 128)
+
+def AddHiddenSize(builder, hiddenSize):
+    RNNAddHiddenSize(builder, hiddenSize)
+
+def RNNAddDropout(builder, dropout):
+    builder.PrependFloat32Slot(4, dropout, 0.0)
+
+def AddDropout(builder, dropout):
+    RNNAddDropout(builder, dropout)
+
+def RNNAddNonlineMode(builder, nonlineMode):
+    builder.PrependUint32Slot(5, nonlineMode, 0)
+
+def AddNonlineMode(builder, nonlineMode):
+    RNNAddNonlineMode(builder, nonlineMode)
+
+def RNNAddFwdMode(builder, fwdMode):
+    builder.PrependUint32Slot(6, fwdMode, 0)
+
+def AddFwdMode(builder, fwdMode):
+    RNNAddFwdMode(builder, fwdMode)
 
 def RNNEnd(builder):
     return builder.EndObject()

@@ -24,11 +24,24 @@ class RNNCell(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # RNNCell
+    def NonlineMode(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def RNNCellStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(1)
 
 def Start(builder):
     RNNCellStart(builder)
+
+def RNNCellAddNonlineMode(builder, nonlineMode):
+    builder.PrependUint32Slot(0, nonlineMode, 0)
+
+def AddNonlineMode(builder, nonlineMode):
+    RNNCellAddNonlineMode(builder, nonlineMode)
 
 def RNNCellEnd(builder):
     return builder.EndObject()

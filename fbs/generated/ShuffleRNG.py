@@ -24,11 +24,24 @@ class ShuffleRNG(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # ShuffleRNG
+    def Seed(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
 def ShuffleRNGStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(1)
 
 def Start(builder):
     ShuffleRNGStart(builder)
+
+def ShuffleRNGAddSeed(builder, seed):
+    builder.PrependUint64Slot(0, seed, 0)
+
+def AddSeed(builder, seed):
+    ShuffleRNGAddSeed(builder, seed)
 
 def ShuffleRNGEnd(builder):
     return builder.EndObject()

@@ -9,6 +9,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .. import functional as F
+from ..dispatch import apply
 from ..tensor import Parameter, Tensor
 from . import init
 from .module import Module
@@ -86,9 +87,10 @@ class RNNBase(Module):
     cell after cell (layer-major, then direction), each W_ih (gate_hidden, in),
     W_hh (gate_hidden, hidden), then with `bias` b_ih and b_hh (gate_hidden each).
     Direction 1 runs the sequence backwards; each layer's output is the directions'
-    hidden states concatenated along features. Composed of matmuls and elementwise ops,
-    so it traces, compiles and dumps as those oprs (MegEngine dumps its own RNN/LSTM
-    oprs)."""
+    hidden states concatenated along features. Runs as one `rnn`/`lstm` op
+    (megtrace/ops/recurrent.py), which dumps as MegEngine's RNNForward/LSTMForward as
+    MegEngine does; in training with dropout between layers (which MegEngine's oprs
+    never apply on CPU) it is composed of matmuls, elementwise ops and dropout."""
 
     num_chunks = 1
 
@@ -179,10 +181,18 @@ class RNNBase(Module):
         states = self.init_hidden(input.shape[1], input.dtype) if hx is None else \
             (hx if isinstance(hx, tuple) else (hx,))
         self._check(input, states)
-        output, final = self._run(input, [F.split(s, s.shape[0], axis=0) for s in states])
+        if self.training and self.dropout > 0 and self.num_layers > 1:
+            output, final = self._run(input, [F.split(s, s.shape[0], axis=0) for s in states])
+        else:
+            output, *final = apply(self._op_name, input, *states, self._flatten_weights,
+                                   **self._op_params())
         if self.batch_first:
             output = output.transpose((1, 0, 2))
         return output, self._pack_hidden(final)
+
+    def _op_params(self) -> dict:
+        return {"num_layers": self.num_layers, "bidirectional": self.bidirectional,
+                "bias": self.bias, "hidden_size": self.hidden_size}
 
     def _run(self, input: Tensor, states):
         """Every layer and direction; states[k][cell] is state k of that cell, (1, N, H)."""
@@ -228,6 +238,11 @@ class RNN(RNNBase):
                              f"{self.nonlinearity!r}")
         super().__init__(*args, **kwargs)
 
+    _op_name = "rnn"
+
+    def _op_params(self) -> dict:
+        return {**super()._op_params(), "nonlinearity": self.nonlinearity}
+
     def create_cell(self, layer: int) -> RNNCell:
         return RNNCell(self._layer_input_size(layer), self.hidden_size, self.bias,
                        self.nonlinearity)
@@ -247,6 +262,8 @@ class LSTM(RNNBase):
     """MegEngine 1.13's multi-layer LSTM: returns (output, (h_n, c_n)); gates i, f, g, o
     along the 4 * hidden axis of each cell's weights. See RNNBase for the weight
     layout."""
+
+    _op_name = "lstm"
 
     def create_cell(self, layer: int) -> LSTMCell:
         return LSTMCell(self._layer_input_size(layer), self.hidden_size, self.bias)

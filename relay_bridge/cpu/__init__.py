@@ -13,7 +13,11 @@ measurements behind them):
 - pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
 - amx.py        float32 dense GEMMs as three bf16 AMX tile products (hi/lo split;
-               hosts with AMX, MEGTRACE_AMX=0: dense.py)
+               hosts with AMX, MEGTRACE_AMX=0: dense.py); its tile program is shared
+               and runs emulated in plain TIR for tests on hosts without AMX
+- amx_conv.py  conv2d on NCHW16c as AMX tile products over phase-split flat inputs
+               (no im2col); opt-in until timed on an AMX host: MEGTRACE_AMX_CONV=1 (all
+               it covers) or =direct (those Winograd does not take)
 - matmul.py    batched matmul of two runtime tensors (attention), same tile
 - attention.py softmax(q @ k^T) @ v as one kernel per head and row block
                (MEGTRACE_FUSED_ATTENTION=0: three kernels)

@@ -28,12 +28,13 @@ it the first tile instruction raises SIGILL, so the host target only gets `+amx-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
 from .._tvm import tvm
 from .epilogue import Epilogue
-from .primfunc import parallel_if, scheduled_func
+from .primfunc import PARALLEL_MIN_MACS, parallel_if, scheduled_func
 
 TILE_M, TILE_K, TASK_N = 16, 32, 32       # rows of A per tile, k per tile, columns per task
 KC = 8                                    # tile steps of k per block
@@ -106,7 +107,8 @@ def _bf16_bits(t, x):
         >> t.const(16, "uint32")
 
 
-def _split_value(t, x, part):
+def split_value(t, x, part):
+    """TIR: the bfloat16 bits (uint16) of x's part 0 (hi) or 1 (lo), as split_bf16."""
     hi = _bf16_bits(t, x)
     rest = x - t.reinterpret("float32", hi << t.const(16, "uint32"))
     finite = (hi & t.const(0x7F80, "uint32")) != t.const(0x7F80, "uint32")
@@ -129,10 +131,198 @@ def group_rows(m: int, k: int) -> int:
     return TILE_M * max(d for d in range(1, blocks + 1) if blocks % d == 0 and d <= fit)
 
 
-def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None):
+@dataclass(frozen=True)
+class TileRef:
+    """A tile in memory: `buffer[index]` is its first element, rows `stride` elements
+    apart (16 rows of 64 bytes)."""
+
+    buffer: Any
+    index: tuple
+    stride: Any
+
+    def address(self):
+        t = tvm().tirx
+        return t.address_of(t.BufferLoad(self.buffer, list(self.index)))
+
+    def byte_stride(self):
+        t = tvm().tirx
+        size = self.buffer.dtype.bits // 8
+        if isinstance(self.stride, int):
+            return t.const(self.stride * size, "int64")
+        return t.Cast("int64", self.stride) * t.const(size, "int64")
+
+
+@dataclass(frozen=True)
+class TileOperands:
+    """Where one task's tiles live. `a(r, q, part)`: the A tile of row block r (of the
+    task) at k step q, part 0 = hi, 1 = lo (16 rows of 32 bfloat16); `b(h, q, part)`: the
+    packed weight tile of the task's column half h; `c(r, h)`: the float32 16 x 16
+    output tile."""
+
+    a: Callable[[Any, Any, int], TileRef]
+    b: Callable[[int, Any, int], TileRef]
+    c: Callable[[Any, int], TileRef]
+
+
+class AmxTiles:
+    """Emits the tile instructions (tiles 0-1: C, 2-3: A hi/lo, 4-7: B)."""
+
+    def scope(self, body):
+        return body
+
+    def _call(self, name, *args):
+        t = tvm().tirx
+        return t.Evaluate(t.call_llvm_intrin("void", f"llvm.x86.{name}", *args))
+
+    def config(self, cfg: TileRef):
+        return self._call("ldtilecfg", cfg.address())
+
+    def zero(self, tile: int):
+        return self._call("tilezero", _i8(tile))
+
+    def load(self, tile: int, ref: TileRef):
+        return self._call("tileloadd64", _i8(tile), ref.address(), ref.byte_stride())
+
+    def store(self, tile: int, ref: TileRef):
+        return self._call("tilestored64", _i8(tile), ref.address(), ref.byte_stride())
+
+    def dot(self, c: int, a: int, b: int):
+        return self._call("tdpbf16ps", _i8(c), _i8(a), _i8(b))
+
+
+def _i8(v: int):
+    return tvm().tirx.const(v, "int8")
+
+
+class EmulatedTiles(AmxTiles):
+    """The same tile program in plain TIR on local arrays (no AMX needed): it checks a
+    kernel's addressing -- strides, tap shifts, packing -- on any host (tests). TDPBF16PS
+    is modelled as float32 sums of bfloat16 products in k order; the hardware's own
+    rounding of the pair sums is not."""
+
+    def __init__(self):
+        t = tvm().tirx
+        self.acc = t.decl_buffer((2, 16, 16), "float32", name="c_tiles", scope="local")
+        self.ops = t.decl_buffer((6, 16, 32), "uint16", name="ab_tiles", scope="local")
+
+    def scope(self, body):
+        t = tvm().tirx
+        return t.AllocBuffer(self.acc, t.AllocBuffer(self.ops, body))
+
+    def config(self, cfg: TileRef):
+        return tvm().tirx.Evaluate(0)
+
+    def _rows(self, tile: int, cols: int, f):
+        t = tvm().tirx
+        i, j = t.Var("i", "int32"), t.Var("j", "int32")
+        return t.For(i, t.const(0, "int32"), t.const(16, "int32"), t.ForKind.SERIAL,
+                     t.For(j, t.const(0, "int32"), t.const(cols, "int32"), t.ForKind.SERIAL,
+                           f(i, j)))
+
+    def _tile(self, tile: int):
+        return (self.acc, tile, 16) if tile < 2 else (self.ops, tile - 2, 32)
+
+    def _at(self, ref: TileRef, i, j):
+        """ref's element (i, j), as an index into its buffer (flat offset, unflattened)."""
+        flat, size = 0, 1
+        for dim, idx in zip(reversed(ref.buffer.shape), reversed(ref.index)):
+            flat, size = flat + idx * size, size * dim
+        flat = flat + i * ref.stride + j
+        index = []
+        for dim in reversed(ref.buffer.shape):
+            index.append(tvm().tirx.floormod(flat, dim))
+            flat = tvm().tirx.floordiv(flat, dim)
+        return list(reversed(index))
+
+    def zero(self, tile: int):
+        t = tvm().tirx
+        buf, k, cols = self._tile(tile)
+        return self._rows(tile, cols, lambda i, j: t.BufferStore(
+            buf, t.const(0, buf.dtype), [k, i, j]))
+
+    def load(self, tile: int, ref: TileRef):
+        t = tvm().tirx
+        buf, k, cols = self._tile(tile)
+        return self._rows(tile, cols, lambda i, j: t.BufferStore(
+            buf, t.BufferLoad(ref.buffer, self._at(ref, i, j)), [k, i, j]))
+
+    def store(self, tile: int, ref: TileRef):
+        t = tvm().tirx
+        buf, k, cols = self._tile(tile)
+        return self._rows(tile, cols, lambda i, j: t.BufferStore(
+            ref.buffer, t.BufferLoad(buf, [k, i, j]), self._at(ref, i, j)))
+
+    def dot(self, c: int, a: int, b: int):
+        t = tvm().tirx
+        kk = t.Var("kk", "int32")
+
+        def f32(bits):
+            return t.reinterpret("float32", t.Cast("uint32", bits) << t.const(16, "uint32"))
+
+        def body(i, j):
+            total = t.BufferLoad(self.acc, [c, i, j])
+            for par in (0, 1):
+                total = total + f32(t.BufferLoad(self.ops, [a - 2, i, kk * 2 + par])) * \
+                    f32(t.BufferLoad(self.ops, [b - 2, kk, j * 2 + par]))
+            return t.For(kk, t.const(0, "int32"), t.const(16, "int32"), t.ForKind.SERIAL,
+                         t.BufferStore(self.acc, total, [c, i, j]))
+        return self._rows(c, 16, body)
+
+
+def k_block(steps: int, divisor: bool = False) -> int:
+    """Tile steps of k per block: KC when they divide, else all of them (dense), or with
+    `divisor` the most up to KC that divide (a conv's 9 taps x 2 channel tiles: 18 steps
+    of weight tiles, 72 KB, would not stay in L1)."""
+    if divisor:
+        return max(d for d in range(1, KC + 1) if steps % d == 0)
+    return KC if steps % KC == 0 else steps
+
+
+def accumulate(tiles: AmxTiles, ops: TileOperands, row_blocks: Any, steps: int,
+               config: TileRef, kcn: int | None = None) -> Any:
+    """One task of the tile GEMM (amx.py's dense and amx_conv.py's conv share it): 32
+    columns of `row_blocks` (int or PrimExpr) 16-row blocks over `steps` k steps. k goes
+    in blocks whose weight tiles (4 KB a step) stay in L1 while each row block
+    accumulates into two tiles, loaded from and stored to the output between k blocks
+    (one tile load per product leaves the kernel bound by L2 bandwidth otherwise);
+    c_h += ah @ bh_h + ah @ bl_h + al @ bh_h. `config`: `tile_config()`'s bytes; `kcn`: k steps per
+    block (default `k_block(steps)`)."""
+    t = tvm().tirx
+    q, kc, r = t.Var("q", "int32"), t.Var("kc", "int32"), t.Var("r", "int32")
+    kcn = kcn or k_block(steps)
+    kq = kc * kcn + q
+    loads = [tiles.load(2 + p, ops.a(r, kq, p)) for p in (0, 1)]
+    loads += [tiles.load(4 + 2 * h + p, ops.b(h, kq, p)) for h in (0, 1) for p in (0, 1)]
+    dots = [tiles.dot(h, ta, tb)
+            for h in (0, 1) for ta, tb in ((2, 4 + 2 * h), (2, 5 + 2 * h), (3, 4 + 2 * h))]
+    c_at = [ops.c(r, h) for h in (0, 1)]
+    first = t.SeqStmt([tiles.zero(0), tiles.zero(1)])
+    again = t.SeqStmt([tiles.load(h, c_at[h]) for h in (0, 1)])
+    zero = t.const(0, "int32")
+    row_block = t.SeqStmt([
+        t.IfThenElse(kc == 0, first, again),
+        t.For(q, zero, t.const(kcn, "int32"), t.ForKind.SERIAL, t.SeqStmt(loads + dots)),
+        *[tiles.store(h, c_at[h]) for h in (0, 1)]])
+    return tiles.scope(t.SeqStmt([
+        tiles.config(config),
+        t.For(kc, zero, t.const(steps // kcn, "int32"), t.ForKind.SERIAL,
+              t.For(r, zero, t.const(row_blocks, "int32") if isinstance(row_blocks, int)
+                    else row_blocks, t.ForKind.SERIAL, row_block))]))
+
+
+def task_loop(task, tasks: int, macs: int, body, parallel: bool = True) -> Any:
+    """The loop over a kernel's tasks, on all threads when it pays (primfunc.py)."""
+    t = tvm().tirx
+    kind = t.ForKind.PARALLEL if parallel and macs >= PARALLEL_MIN_MACS \
+        else t.ForKind.SERIAL
+    return t.For(task, t.const(0, "int32"), t.const(tasks, "int32"), kind, body)
+
+
+def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None, emulate: bool = False):
     """Scheduled PrimFunc (a (m, k), packed b, tile config (64,) uint8, *epilogue vectors
-    (n,), *epilogue tensors (m, n), out (m, n))."""
+    (n,), *epilogue tensors (m, n), out (m, n)); `emulate`: EmulatedTiles (tests)."""
     te, t = tvm().te, tvm().tirx
+    tiles = EmulatedTiles() if emulate else AmxTiles()
     epilogue = epilogue or Epilogue()
     m, k, n = shape.m, shape.k, shape.n
     rb, kb, cb = m // TILE_M, k // TILE_K, n // TASK_N
@@ -140,7 +330,7 @@ def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None):
     b = te.placeholder(shape.weight_shape, "uint16", name="b")
     cfg = te.placeholder((64,), "uint8", name="cfg")
     vectors, tensors = epilogue.placeholders((n,), (m, n))
-    a_tiles = te.compute((rb, kb, 2, 16, 32), lambda r, q, p, i, j: _split_value(
+    a_tiles = te.compute((rb, kb, 2, 16, 32), lambda r, q, p, i, j: split_value(
         t, a[r * 16 + i, q * 32 + j], p), name="a_tiles")
 
     def body(ins, outs):
@@ -148,43 +338,15 @@ def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None):
         vbufs, tbufs = ins[3:3 + len(vectors)], ins[3 + len(vectors):]
         c = outs[0]
         task = t.Var("task", "int32")
-        q, kc, r = t.Var("q", "int32"), t.Var("kc", "int32"), t.Var("r", "int32")
-        # a task: one column block of a row group; k in blocks of KC steps whose weight
-        # tiles (KC x 4 KB) stay in L1 while the group's row blocks pass over them
+        # a task: one column block of a row group
         per = group_rows(m, k) // TILE_M
         g, col = t.floordiv(task, cb), t.floormod(task, cb)
-        row = g * per + r
-        kcn = KC if kb % KC == 0 else kb
-        kq = kc * kcn + q
-
-        def call(name, *args):
-            return t.Evaluate(t.call_llvm_intrin("void", f"llvm.x86.{name}", *args))
-
-        def i8(v):
-            return t.const(v, "int8")
-
-        def at_(buf, *idx):
-            return t.address_of(t.BufferLoad(buf, list(idx)))
-        stride = t.const(64, "int64")
         zero = t.const(0, "int32")
-        loads = [call("tileloadd64", i8(2 + p), at_(at, row, kq, p, zero, zero), stride)
-                 for p in (0, 1)]
-        loads += [call("tileloadd64", i8(4 + 2 * h + p), at_(bt, col * 2 + h, kq, p, zero, zero),
-                       stride) for h in (0, 1) for p in (0, 1)]
-        # c_h += ah @ bh_h + ah @ bl_h + al @ bh_h
-        dots = [call("tdpbf16ps", i8(h), i8(ta), i8(tb))
-                for h in (0, 1) for ta, tb in ((2, 4 + 2 * h), (2, 5 + 2 * h), (3, 4 + 2 * h))]
-        n_stride = t.const(n * 4, "int64")
-        c_at = [at_(c, row * 16, col * TASK_N + 16 * h) for h in (0, 1)]
-        first = t.SeqStmt([call("tilezero", i8(0)), call("tilezero", i8(1))])
-        again = t.SeqStmt([call("tileloadd64", i8(h), c_at[h], n_stride) for h in (0, 1)])
-        row_block = t.SeqStmt([
-            t.IfThenElse(kc == 0, first, again),
-            t.For(q, zero, t.const(kcn, "int32"), t.ForKind.SERIAL, t.SeqStmt(loads + dots)),
-            *[call("tilestored64", i8(h), c_at[h], n_stride) for h in (0, 1)]])
-        stmts = [call("ldtilecfg", at_(config, zero)),
-                 t.For(kc, zero, t.const(kb // kcn, "int32"), t.ForKind.SERIAL,
-                       t.For(r, zero, t.const(per, "int32"), t.ForKind.SERIAL, row_block))]
+        ops = TileOperands(
+            a=lambda r, q, p: TileRef(at, (g * per + r, q, p, zero, zero), 32),
+            b=lambda h, q, p: TileRef(bt, (col * 2 + h, q, p, zero, zero), 32),
+            c=lambda r, h: TileRef(c, ((g * per + r) * 16, col * TASK_N + 16 * h), n))
+        stmts = [accumulate(tiles, ops, per, kb, TileRef(config, (zero,), 0))]
         if epilogue.steps:      # in place, on the block just stored (in L1/L2)
             i, j = t.Var("i", "int32"), t.Var("j", "int32")
             gi, gj = g * per * 16 + i, col * TASK_N + j
@@ -194,8 +356,8 @@ def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None):
             inner = t.For(j, zero, t.const(TASK_N, "int32"), t.ForKind.VECTORIZED,
                           t.BufferStore(c, value, [gi, gj]))
             stmts.append(t.For(i, zero, t.const(per * 16, "int32"), t.ForKind.SERIAL, inner))
-        kind = t.ForKind.PARALLEL if shape.flops // 2 >= (1 << 17) else t.ForKind.SERIAL
-        return t.For(task, zero, t.const((m // (per * 16)) * cb, "int32"), kind, t.SeqStmt(stmts))
+        return task_loop(task, (m // (per * 16)) * cb, shape.flops // 2, t.SeqStmt(stmts),
+                         not emulate)
 
     out = te.extern((m, n), [a_tiles, b, cfg, *vectors, *tensors], body, name="amx",
                     dtype="float32")

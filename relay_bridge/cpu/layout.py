@@ -28,13 +28,28 @@ def blocks(c: int) -> int:
 def input_block(c: int, blocked: bool) -> int:
     """Channels per reduction block of a conv input.
 
-    A blocked input always has 16. A plain NCHW input is packed inside the conv; when it
-    has fewer than 16 channels (an RGB image) the whole channel axis is one block, which
-    avoids multiplying by 13 zero channels out of 16.
+    A blocked input has reduce_block(c): 16, or fewer when c is not a multiple of 16.
+    A plain NCHW input is packed inside the conv; when it has fewer than 16 channels (an
+    RGB image) the whole channel axis is one block, which avoids multiplying by 13 zero
+    channels out of 16.
     """
-    if blocked or c >= BLOCK:
+    if blocked:
+        return reduce_block(c)
+    if c >= BLOCK:
         return BLOCK
     return c
+
+
+def reduce_block(c: int) -> int:
+    """Channels per reduction step over a blocked input of `c` channels: 16, or, when c
+    is not a multiple of 16, gcd(c, 16) if that is at least 4, so that a 1x1 conv never
+    multiplies the zero padding (MobileNetV2's 24-channel layers: 24 steps, not 32).
+    Step j of reduction block b reads block b // (16 / icb), lane (b % (16 / icb)) *
+    icb + j; the weight is packed with pack_conv_weight(w, icb)."""
+    if c % BLOCK == 0:
+        return BLOCK
+    part = int(np.gcd(c, BLOCK))
+    return part if part >= 4 else BLOCK
 
 
 def pack_conv_weight(w: np.ndarray, icb: int) -> np.ndarray:

@@ -32,7 +32,7 @@ from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention,
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .primfunc import plain_func
-from . import amx as amx_rule, attention as att, huge_pages, winograd
+from . import amx as amx_rule, amx_conv, attention as att, huge_pages, winograd
 from .views import trace_view
 
 log = logging.getLogger(__name__)
@@ -200,35 +200,41 @@ class _CpuLowering:
         te, rule = tvm().te, None
         if group.kind == "conv":
             shape = ConvShape(oc=w.type.shape[0], **geometry)
-            if self._winograd(shape, w):
+            if self._amx_conv(shape, w):
+                rule = "conv_amx"
+                func = self._kernel(amx_conv.conv2d_amx, shape, group.epilogue)
+                weights = [self._const(("conv_amx", w), lambda: self.weights.constant(
+                    amx_conv.pack_conv_weight(consts[w]))),
+                    self._const(("amx_config",), amx_rule.tile_config)]
+            elif self._winograd(shape, w):
                 rule = "winograd"
                 func = self._kernel(winograd.winograd_conv2d, shape, group.epilogue)
                 # weights >= 2 MB in huge pages: at batch 1 each call streams them from
                 # memory, and 4 KB pages stop the hardware prefetcher at every boundary
                 # (ResNet-18's 256-channel Winograd convs 4.1 -> 3.2 ms in the model)
-                weight = self._const(("winograd", w), lambda: self.weights.constant(
-                    winograd.transform_weight(consts[w])))
+                weights = [self._const(("winograd", w), lambda: self.weights.constant(
+                    winograd.transform_weight(consts[w])))]
             elif w in consts:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                weight = self._const(("conv", w, shape.icb), lambda: self.weights.constant(
-                    L.pack_conv_weight(consts[w], shape.icb)))
+                weights = [self._const(("conv", w, shape.icb), lambda: self.weights.constant(
+                    L.pack_conv_weight(consts[w], shape.icb)))]
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
-                weight = self._packed_weight(w, shape)
+                weights = [self._packed_weight(w, shape)]
         else:
             if not blocked_in:      # a lone NCHW depthwise: TVM's own loop is faster
                 raise NotApplicable("depthwise input is not NCHW16c")
             shape = DepthwiseShape(oc=c, **geometry)
             func = self._kernel(depthwise_nchwc, shape, group.epilogue)
             if w in consts:
-                weight = self._const(("depthwise", w),
-                                     lambda: L.pack_depthwise_weight(consts[w]))
+                weights = [self._const(("depthwise", w),
+                                       lambda: L.pack_depthwise_weight(consts[w]))]
             else:
                 wp = te.placeholder(L.i64(w.type.shape), F32, name="w")
-                weight = self._call(plain_func([wp, L.te_pack_depthwise_weight(wp)]),
-                                    [self.get_plain(w)], shape.weight_shape, "pack_weight")
+                weights = [self._call(plain_func([wp, L.te_pack_depthwise_weight(wp)]),
+                                      [self.get_plain(w)], shape.weight_shape, "pack_weight")]
         xin = self.blocked[x] if blocked_in else self.get_plain(x)
-        args = [xin, weight, *self._epilogue_args(group.epilogue, blocked=True)]
+        args = [xin, *weights, *self._epilogue_args(group.epilogue, blocked=True)]
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
 
@@ -277,7 +283,8 @@ class _CpuLowering:
             func = self.kernels[key] = expand_depthwise(shape, group.epilogue, nxt.epilogue)
         consts, wd = self.graph.consts, nxt.anchor.inputs[1]
         args = [self.blocked[x],
-                self._const(("conv", w, L.BLOCK), lambda: L.pack_conv_weight(consts[w], L.BLOCK)),
+                self._const(("conv", w, shape.icb),
+                            lambda: L.pack_conv_weight(consts[w], shape.icb)),
                 *self._epilogue_args(group.epilogue, blocked=True),
                 self._const(("depthwise", wd), lambda: L.pack_depthwise_weight(consts[wd])),
                 *self._epilogue_args(nxt.epilogue, blocked=True)]
@@ -367,6 +374,15 @@ class _CpuLowering:
         if mode == "off" or w not in self.graph.consts or not winograd.applies(shape):
             return False
         return mode == "all" or winograd.worth_it(shape)
+
+    def _amx_conv(self, shape: ConvShape, w: Var) -> bool:
+        """Whether a conv takes amx_conv.py's rule: AMX granted, a constant weight, a shape
+        it covers, and MEGTRACE_AMX_CONV asking for it (off by default: amx_conv.mode)."""
+        mode = amx_conv.mode()
+        if mode == "off" or not self.amx or w not in self.graph.consts \
+                or not amx_conv.applies(shape):
+            return False
+        return mode == "all" or not self._winograd(shape, w)
 
     def _const(self, key: tuple, make: Callable[[], np.ndarray]):
         """One Relax constant per packed weight or vector (`key`: what it is made from):

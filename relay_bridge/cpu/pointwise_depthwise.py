@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .._tvm import tvm
 from .epilogue import Epilogue, blocked_output
-from .layout import BLOCK, blocks, ceil_div
+from .layout import BLOCK, blocks, ceil_div, reduce_block
 from .primfunc import parallel_if, scheduled_func, vectorize_inner
 
 ENV = "MEGTRACE_EXPAND_DEPTHWISE"      # 0/off: always two kernels
@@ -55,6 +55,11 @@ class PairShape:
     w: int
     e: int
     stride: int
+
+    @property
+    def icb(self) -> int:
+        """Input channels per reduction step (layout.reduce_block)."""
+        return reduce_block(self.c)
 
     @property
     def oh(self) -> int:
@@ -122,7 +127,7 @@ def applies(shape: PairShape) -> bool:
 
 def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
                      second: Epilogue | None = None):
-    """Scheduled PrimFunc (x blocked, 1x1 weight (E/16, C/16, 1, 1, 16, 16), *first's
+    """Scheduled PrimFunc (x blocked, 1x1 weight (E/16, C/icb, 1, 1, icb, 16), *first's
     vectors, depthwise weight (E/16, 3, 3, 16), *second's vectors, out blocked).
     Epilogues with tensor operands are not taken (lower.py checks)."""
     te, t = tvm().te, tvm().tirx
@@ -134,12 +139,14 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
     cb, eb = blocks(shape.c), blocks(shape.e)
     r_rows, w2 = til.rows * s + 2, til.w2
     x = te.placeholder((shape.n, cb, h, w, BLOCK), "float32", name="x")
-    w1 = te.placeholder((eb, cb, 1, 1, BLOCK, BLOCK), "float32", name="w1")
+    icb = shape.icb
+    steps, per = ceil_div(shape.c, icb), BLOCK // icb     # reduction blocks, per input block
+    w1 = te.placeholder((eb, steps, 1, 1, icb, BLOCK), "float32", name="w1")
     v1, _ = first.placeholders((eb, BLOCK), ())
     wd = te.placeholder((eb, 3, 3, BLOCK), "float32", name="wd")
     v2, _ = second.placeholders((eb, BLOCK), ())
     v2 = [te.placeholder(v.shape, "float32", name=f"u{i}") for i, v in enumerate(v2)]
-    ico, ici = te.reduce_axis((0, cb), "ico"), te.reduce_axis((0, BLOCK), "ici")
+    ico, ici = te.reduce_axis((0, steps), "ico"), te.reduce_axis((0, icb), "ici")
     zero = t.const(0.0, "float32")
 
     def row(yo, r):                     # the padded input row of a strip's r-th row
@@ -149,7 +156,8 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
         return t.all(y >= 1, y <= h, z >= 1, z <= w)
 
     def x_at(b, y, z):     # clamped, unguarded: `mid` zeroes the padding positions
-        return x[b, ico, t.min(t.max(y - 1, 0), h - 1), t.min(t.max(z - 1, 0), w - 1), ici]
+        return x[b, ico // per, t.min(t.max(y - 1, 0), h - 1), t.min(t.max(z - 1, 0), w - 1),
+                 (ico % per) * icb + ici]
     strips = (shape.n, eb, shape.oh // til.rows, r_rows, w2, BLOCK)
     raw = te.compute(strips, lambda b, k, yo, r, z, ki: te.sum(
         x_at(b, row(yo, r), z) * w1[k, ico, 0, 0, ici, ki], axis=[ico, ici]), name="raw")
@@ -187,8 +195,9 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
         rb = sch.get_sblock("raw")
         sch.compute_at(rb, c_o)
         loops = sch.get_loops(rb)
-        col, kk, reds = loops[-4 if cb > 1 else -3], loops[-3 if cb > 1 else -2], \
-            loops[-2:] if cb > 1 else loops[-1:]
+        many = steps > 1                               # a 1-step loop is not there
+        col, kk, reds = loops[-4 if many else -3], loops[-3 if many else -2], \
+            loops[-2:] if many else loops[-1:]
         sch.reorder(*reds, col, kk)
         sch.set_scope(rb, 0, "local")                  # the reg1 x 16 accumulator tile
         sch.vectorize(kk)

@@ -115,6 +115,27 @@ def test_conv_rule_matches_reference(n, c, h, w, oc, k, s, p, rng):
     check(cg(x)[0], np.maximum(conv_ref(x, wt, (s, s), (p, p)) + bias, 0))
 
 
+@pytest.mark.parametrize("c,k,s,p,icb", [(24, 1, 1, 0, 8), (40, 3, 1, 1, 8), (20, 3, 2, 1, 4),
+                                         (8, 1, 1, 0, 8), (18, 1, 1, 0, 16)])
+def test_conv_on_blocked_input_reduces_over_its_real_channels(c, k, s, p, icb, rng):
+    """A blocked input of 24 channels is reduced in 3 steps of 8, not 2 blocks of 16
+    whose last 8 lanes are zero padding (layout.reduce_block)."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape
+    shape = ConvShape(1, c, 13, 12, 32, k, k, (s, s), (p, p))
+    assert shape.icb == icb and shape.weight_shape[1] == -(-c // icb)
+    x, w0, w1 = f32(rng, 1, 3, 13, 12), f32(rng, c, 3, 1, 1), f32(rng, 32, c, k, k)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    cg = b.compile(b.op("conv2d", y, b.const(w1), stride=(s, s), padding=(p, p)))
+    assert cg.rules == ["conv", "conv"]
+    want = conv_ref(np.maximum(conv_ref(x, w0), 0), w1, (s, s), (p, p))
+    check(cg(x)[0], want)
+    b = G()                                 # a runtime weight, packed in the graph
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))
+    cg = b.compile(b.op("conv2d", y, b.input(w1, "w"), stride=(s, s), padding=(p, p)))
+    check(cg(x, w1)[0], want)
+
+
 def test_conv_with_runtime_weight_packs_it_in_the_graph(rng):
     x, wt = f32(rng, 1, 24, 10, 10), f32(rng, 20, 24, 3, 3)
     b = G()
@@ -199,7 +220,8 @@ def test_depthwise_rule_after_conv(c, s, rng):
 
 @pytest.mark.parametrize("n,c,h,w,e,s", [(1, 16, 28, 28, 96, 2), (2, 24, 14, 15, 40, 1),
                                          (1, 32, 7, 7, 192, 1), (1, 8, 13, 11, 48, 2),
-                                         (1, 16, 26, 26, 32, 2)])
+                                         (1, 16, 26, 26, 32, 2), (1, 20, 9, 10, 32, 1),
+                                         (1, 40, 8, 8, 48, 2)])
 def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch):
     """1x1 conv (+bias, ReLU6) feeding a 3x3 depthwise (+bias, ReLU6): one fused kernel
     (at any size here; models fuse only pairs whose expanded tensor leaves the cache)."""
@@ -235,6 +257,19 @@ def test_expand_depthwise_tiling_widens_expanded_rows_not_depthwise_tiles(shape,
     need = (t.owp - 1) * pair.stride + 3
     assert need <= t.w2 < need + t.reg1 and t.w2 % t.reg1 == 0
     assert pair.oh % t.rows == 0
+
+
+@pytest.mark.parametrize("c,icb,steps", [(24, 8, 3), (20, 4, 5), (16, 16, 1), (96, 16, 6),
+                                          (18, 16, 2)])
+def test_expand_depthwise_reduction_skips_channel_padding(c, icb, steps):
+    """MobileNetV2's 24-channel input: 3 steps of 8 channels, not 2 blocks of 16 of which
+    8 are zero padding (56x56 pairs 0.39 -> 0.33 and 0.31 -> 0.25 ms); a gcd below 4 keeps
+    whole blocks."""
+    from megtrace.relay_bridge.cpu.layout import reduce_block
+    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, expand_depthwise
+    assert reduce_block(c) == icb
+    func = expand_depthwise(PairShape(1, c, 10, 10, 32, 1))
+    assert [int(d) for d in func.params[1].ty.shape] == [2, steps, 1, 1, icb, 16]
 
 
 @pytest.mark.parametrize("n,h,e,fused", [(1, 14, 384, False), (8, 14, 384, False),
