@@ -370,9 +370,12 @@ class _CpuLowering:
 
     def _amx_conv(self, shape: ConvShape, w: Var) -> bool:
         """Whether a conv takes amx_conv.py's rule: AMX granted, a constant weight, a shape
-        it covers, and MEGTRACE_AMX_CONV=1 (off by default: see amx_conv.mode)."""
-        return self.amx and amx_conv.mode() == "on" and w in self.graph.consts \
-            and amx_conv.applies(shape)
+        it covers, and MEGTRACE_AMX_CONV asking for it (off by default: amx_conv.mode)."""
+        mode = amx_conv.mode()
+        if mode == "off" or not self.amx or w not in self.graph.consts \
+                or not amx_conv.applies(shape):
+            return False
+        return mode == "all" or not self._winograd(shape, w)
 
     def _const(self, key: tuple, make: Callable[[], np.ndarray]):
         """One Relax constant per packed weight or vector (`key`: what it is made from):
