@@ -15,8 +15,8 @@ process), MegEngine Lite on the .mge megtrace dumped, and the peers on the same 
 exported from them; torch.compile with freezing). Each runtime's time divided by
 megtrace's default call (>1: megtrace is faster); the best of ONNX Runtime and OpenVINO
 against both megtrace paths; megtrace's GFLOP/s (default call) and its share of the
-FMA peak of the threads used (230 GFLOP/s per core of the Xeon host: 2 x 16-lane FMA
-ports at ~3.6 GHz; AMX GEMMs can pass it); the first call's seconds (record + build, or a compile-cache hit); the
+FMA peak of the threads used (measured per thread by the megtrace worker, fma_peak.py:
+~230 GFLOP/s on the Xeon host, ~116 on a Zen 4; AMX GEMMs can pass it); the first call's seconds (record + build, or a compile-cache hit); the
 largest relative difference of any runtime's output from megtrace's. A peer that is
 not installed shows "n/a" and never fails the run. Last, the per-call overhead of a
 tiny traced MLP on the without_host=True and the replay paths.

@@ -7,7 +7,8 @@ process uses no CPU time), but with several threads also counts idle spinning.
 Ratios are other / megtrace's default `__call__` (>1: megtrace is faster); "best/call"
 and "best/w-o host" set the faster of ONNX Runtime and OpenVINO against megtrace's two
 call paths (the issue's goal: >= 1.2x); %peak is megtrace's GFLOP/s over the FMA peak
-of the threads used.
+of the threads used: the worker's measured peak per thread (fma_peak.py), else (JSON of
+older runs) PEAK_PER_THREAD.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 # GFLOP/s of one core of the benchmark's Xeon host (AVX-512): 2 FMA ports x 16 float32
-# lanes x 2 flops at ~3.6 GHz; 12 independent zmm FMA chains measure 218-230 there.
-# AMX tile products (cpu/amx.py) are not FMAs, so the dense GEMMs may pass it.
+# lanes x 2 flops at ~3.6 GHz; 12 independent zmm FMA chains measure 218-230 there (a
+# Zen 4 core: 116). Only for rows without the worker's measurement. AMX tile products
+# (cpu/amx.py) are not FMAs, so the dense GEMMs may pass it.
 PEAK_PER_THREAD = 230.0
 TITLES = {"lite": "Lite", "torch": "torch", "inductor": "torch.compile",
           "onnxruntime": "ORT", "openvino": "OpenVINO"}
@@ -31,6 +33,11 @@ def ms_text(ms: float) -> str:
 
 
 KEYS = {"wall": ("median_ms", "without_host_ms"), "cpu": ("cpu_ms", "without_host_cpu_ms")}
+
+
+def peak_per_thread(mt: dict) -> float:
+    """The FMA peak (GFLOP/s) the megtrace worker measured on its host, else the Xeon's."""
+    return mt.get("fma_peak_gflops") or PEAK_PER_THREAD
 
 
 def peer_cell(r: dict, base: float | None, key: str = "median_ms") -> str:
@@ -58,7 +65,7 @@ def cells(row: dict, peers: list[str], tuning: bool, clock: str = "wall") -> lis
         out += ["err" if "error" in mt else "-", "-", "-", "-", "-"]
     else:
         flops = mt.get("flops") or 0
-        peak = PEAK_PER_THREAD * row["threads"]
+        peak = peak_per_thread(mt) * row["threads"]
         gf_call = flops / (call * 1e-3) / 1e9
         gf_fast = flops / (fast * 1e-3) / 1e9 if fast else 0.0
         out += [ms_text(call), ms_text(fast) if fast else "-",

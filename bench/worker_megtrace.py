@@ -6,7 +6,8 @@ that TVM_NUM_THREADS, set by the coordinator before TVM loads, is the thread cou
 mode "trace" (what bench_models.py times): the model as a user runs it, a function
 decorated with `trace(symbolic=True, capture_as_const=True)`: its default (replaying)
 `__call__` and the same function traced with `without_host=True`, timed alternately in
-rounds; the first call's seconds (record + build) too.
+rounds; the first call's seconds (record + build) too, and this host's measured FMA
+peak per thread (fma_peak.py) for the %peak column.
 mode "model": load the .mge with megtrace.load_graph, build it with compile_graph
 (or load the library an earlier run exported), time the VM on device tensors, save
 the output. mode "overhead": per-call cost of a tiny traced MLP on each call path.
@@ -91,12 +92,13 @@ def run_trace(cfg: dict) -> None:
             wall[k].append(w)
             cpu[k].append(c)
     from megtrace.relay_bridge._tvm import tvm
+    from fma_peak import fma_peak_gflops
     emit(median_ms=statistics.median(wall["call"]) * 1e3,
          without_host_ms=statistics.median(wall["without_host"]) * 1e3,
          cpu_ms=statistics.median(cpu["call"]) * 1e3,
          without_host_cpu_ms=statistics.median(cpu["without_host"]) * 1e3,
          first_call_s=round(first_call_s, 2), flops=nets.graph_flops(infer.graph),
-         threads=tvm().runtime.num_threads())
+         threads=tvm().runtime.num_threads(), fma_peak_gflops=round(fma_peak_gflops(), 1))
 
 
 def run_tune(cfg: dict) -> None:

@@ -98,3 +98,21 @@ def test_bench_replay_smoke():
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("demo: first call")]
     assert any(ln.startswith("demo: the replay's Python alone") for ln in proc.stdout.splitlines())
     assert "MEGTRACE_REPLAY_OVERLAP=0" in line and "beside it (=1)" in line, line
+
+
+def test_fma_peak_kernel_runs_the_chains_it_counts():
+    """The peak kernel computes x = x * MUL + ADD `n` times on every lane of every chain
+    (NumPy's float32 recurrence), so the flops it divides by are the flops it ran; the
+    figure is a positive rate."""
+    import fma_peak
+    from megtrace.relay_bridge._tvm import tvm
+    from megtrace.relay_bridge.cpu.primfunc import vector_lanes
+    lanes = vector_lanes()
+    x0 = np.random.default_rng(0).uniform(-4, 4, (fma_peak.CHAINS, lanes)).astype("float32")
+    x = tvm().runtime.tensor(x0)
+    fma_peak.compiled(lanes)(x, 37)
+    want = x0.copy()
+    for _ in range(37):
+        want = want * np.float32(fma_peak.MUL) + np.float32(fma_peak.ADD)
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-5, atol=1e-6)
+    assert fma_peak.fma_peak_gflops(steps=20_000, runs=2) > 0
