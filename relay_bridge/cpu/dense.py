@@ -6,6 +6,14 @@ GEMV (one row): reading B is the whole cost, so the rule only cuts N into chunks
 `GEMV_NR` columns, one per parallel task, and streams K. cpu-schedules.md found 40
 columns best; on this VM (TVM 0.27, 2 threads) 64 is: 1x512x1000 in 12.3 us (83
 GFLOP/s) against 17.2 us for 40 and 12.9 us for 32, and 1x768x3072 91 vs 62 GFLOP/s.
+On a Zen 4 core (AVX-512 double-pumped: one 16-lane FMA per cycle, 116.9 GFLOP/s
+measured by bench/fma_peak.py) the encoder's GEMMs (128 x 768 x 768/2304/3072, 128 x
+3072 x 768) run at 104-110 GFLOP/s in the model, 1 thread; the inner loop is 64 FMAs,
+32 broadcasts and 8 loads per 4 k. Tried there on the same shapes alone (huge-page
+weights, CPU time, load 10-15), none better: k blocked by 128/192/256 (B's sub-panel
+in L1) equal; 4 x 64 tiles equal; 12 x 32 -3 % (-22 % at k 3072); a prefetch of the
+next column panel into L2 (weight_prefetch.py's scheme) -3 to -6 %; 8 x 48 spills (16
+GFLOP/s). ONNX Runtime and OpenVINO are at the same FMA ceiling there.
 """
 from __future__ import annotations
 
