@@ -42,20 +42,25 @@ class NotApplicable(Exception):
     """A rule declines a node it could compute, because the default path is faster."""
 
 
-def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False
+def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False,
+                 on_kernel: Callable[[str, Any], None] | None = None
                  ) -> tuple[Any, list[str]]:
     """The IRModule, and the names of the rules used (one entry per kernel); `amx`: the
-    target may use AMX tiles (dense GEMMs then take amx.py's rule)."""
+    target may use AMX tiles (dense GEMMs then take amx.py's rule); `on_kernel(name,
+    func)`: told of each TIR function as it is added (early_build.py builds the rules'
+    kernels while the lowering goes on)."""
     missing = sorted({n.op.name for n in graph.nodes if n.op.lower is None})
     if missing:
         raise UnsupportedOpError(f"to_relax: no Relax lowering for {', '.join(missing)}")
-    return _CpuLowering(graph, amx).build(func_name)
+    return _CpuLowering(graph, amx, on_kernel).build(func_name)
 
 
 class _CpuLowering:
-    def __init__(self, graph: Graph, amx: bool = False):
+    def __init__(self, graph: Graph, amx: bool = False,
+                 on_kernel: Callable[[str, Any], None] | None = None):
         self.graph = graph
         self.amx = amx
+        self.on_kernel = on_kernel
         self.rx = relax()
         self.bb = self.rx.BlockBuilder()
         self.plain: dict[Var, Any] = {}
@@ -167,6 +172,8 @@ class _CpuLowering:
 
     def _call(self, func, args, shape, name: str):
         gv = self.bb.add_func(func, name)
+        if self.on_kernel is not None:
+            self.on_kernel(gv.name_hint, func)
         ty = self.rx.TensorType(tuple(int(d) for d in shape), F32)
         return self.bb.emit(self.rx.call_tir(gv, list(args), ty))
 
