@@ -9,6 +9,7 @@ measurements behind them):
 - lower.py     Graph -> Relax, keeping NCHW16c between blocked ops
 - primfunc.py  TE -> scheduled PrimFunc, marked so that fusion leaves it alone
 - conv.py      conv2d on NCHW16c, 14x16 register tile
+- weight_prefetch.py  channels-outermost convs prefetch the next channel tile's weights
 - depthwise.py depthwise conv2d on NCHW16c, 4x16 tile
 - pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)

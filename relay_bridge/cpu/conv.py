@@ -15,6 +15,7 @@ from .._tvm import tvm
 from .epilogue import Epilogue, blocked_output
 from .layout import BLOCK, blocks, ceil_div, input_block
 from .primfunc import inner_loops, parallel_if, scheduled_func, vector_lanes, vectorize_inner
+from . import weight_prefetch
 
 
 @dataclass(frozen=True)
@@ -173,16 +174,22 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
                                        axis=[ico, rh, rw, ici]), name="conv")
     out = blocked_output(full, shape.out_shape, shape.oc, epilogue, vectors, tensors)
 
+    kb, ko_outer = tile_order(shape, reg, rows * cols, vector_lanes())
+
     def schedule(sch):
         if xp is not None:
             n, cb, y, z, ci = sch.get_loops(sch.get_sblock("pad"))
             parallel_if(sch, sch.fuse(n, cb, y), shape.flops // 2)
             if icb == BLOCK or not nchw:
                 sch.vectorize(ci)
-        _schedule_tile(sch, "conv", reg, shape.flops // 2,
-                       *tile_order(shape, reg, rows * cols, vector_lanes()), shape.blocked_input)
+        _schedule_tile(sch, "conv", reg, shape.flops // 2, kb, ko_outer, shape.blocked_input)
 
-    return scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
+    func = scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
+    if weight_prefetch.worth_it(shape.weight_shape, kb, ko_outer):
+        func = weight_prefetch.prefetch_next_tile(func, shape.weight_shape, kb,
+                                                  shape.n * shape.oh,
+                                                  weight_prefetch.fused_loop_name(kb))
+    return func
 
 
 # A core's share of L2: weights above it cannot stay cached across output rows.

@@ -136,6 +136,24 @@ def test_conv_on_blocked_input_reduces_over_its_real_channels(c, k, s, p, icb, r
     check(cg(x, w1)[0], want)
 
 
+def test_channels_outer_conv_prefetches_the_next_tiles_weights(rng):
+    """MobileNetV2's 7x7 expanding 1x1 convs ask for the next channel tile's weight
+    slice while computing this one; slices over weight_prefetch.MAX_SLICE_BYTES and
+    rows-outermost convs do not (conv.channels_outer)."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
+    assert "llvm.prefetch" in conv2d_nchwc(ConvShape(1, 160, 7, 7, 960, 1, 1)).script()
+    assert "llvm.prefetch" in conv2d_nchwc(ConvShape(1, 64, 7, 7, 144, 1, 1)).script()  # kb 1
+    assert "llvm.prefetch" not in conv2d_nchwc(ConvShape(1, 960, 7, 7, 320, 1, 1)).script()
+    assert "llvm.prefetch" not in conv2d_nchwc(ConvShape(1, 64, 56, 56, 64, 1, 1)).script()
+    x, w0 = f32(rng, 2, 3, 7, 7), f32(rng, 160, 3, 1, 1)
+    w1, bias = f32(rng, 144, 160, 1, 1), f32(rng, 1, 144, 1, 1)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    cg = b.compile(b.op("add", b.op("conv2d", y, b.const(w1)), b.const(bias)))
+    assert cg.rules == ["conv", "conv"]
+    check(cg(x)[0], conv_ref(np.maximum(conv_ref(x, w0), 0), w1) + bias)
+
+
 def test_conv_with_runtime_weight_packs_it_in_the_graph(rng):
     x, wt = f32(rng, 1, 24, 10, 10), f32(rng, 20, 24, 3, 3)
     b = G()

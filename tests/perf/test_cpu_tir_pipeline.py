@@ -46,9 +46,9 @@ def built_kernels(rng, monkeypatch):
     seen = []
     build_parts = pb._build_parts
 
-    def recording(t, tir_mod, tgt, threads, jit, tir_pipeline):
+    def recording(t, tir_mod, tgt, threads, jit, tir_pipeline, *early):
         seen.append((tir_mod, tir_pipeline))
-        return build_parts(t, tir_mod, tgt, threads, jit, tir_pipeline)
+        return build_parts(t, tir_mod, tgt, threads, jit, tir_pipeline, *early)
     monkeypatch.setattr(pb, "_build_parts", recording)
     x = rng.standard_normal((1, 3, 14, 14)).astype(np.float32)
     net = _Mixed().eval()
