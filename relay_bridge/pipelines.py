@@ -16,6 +16,7 @@ from .cpu.common_subexpr import merge_common_subexprs
 from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
+from .cpu.zero_pad import concat_zeros_as_pad
 from .lower import to_relax
 from .targets import has_amx
 
@@ -32,6 +33,7 @@ def lower_graph(graph: Any, target: Any, base: str,
     graph = merge_common_subexprs(graph)     # a value computed twice is computed once
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
+    graph = concat_zeros_as_pad(graph)       # zeros from a bounds check, not an array
     if base == "rules":
         # early layers image by image at batch > 1 (cpu/batch_split.py)
         return to_relax_cpu(split_batch(graph), amx=has_amx(target), on_kernel=on_kernel)
