@@ -112,20 +112,22 @@ class Tensor:
 
     @property
     def dtype(self) -> np.dtype:
-        if self._var is None:
+        var = self._var
+        if var is None:
             value = self._value      # an ndarray's dtype is already the np.dtype
             return value.dtype if value is not None else np.dtype(None)
-        if self._var.type.quant is not None:      # MegEngine's quantized dtypes
-            return self._var.type.np_dtype
-        name = self._var.type.dtype
-        found = _NP_DTYPES.get(name)
+        vtype = var.type
+        if vtype.quant is not None:      # MegEngine's quantized dtypes
+            return vtype.np_dtype
+        found = _NP_DTYPES.get(vtype.dtype)
         if found is None:
-            found = _NP_DTYPES[name] = np.dtype(name)
+            found = _NP_DTYPES[vtype.dtype] = np.dtype(vtype.dtype)
         return found
 
     @property
     def ndim(self) -> int:
-        return len(self._var.type.shape) if self._var is not None else self._value.ndim
+        var = self._var
+        return self._value.ndim if var is None else len(var.type.shape)
 
     @property
     def size(self) -> int:
@@ -305,20 +307,16 @@ class Tensor:
 
     # -- methods that are operators ---------------------------------------------------
     def astype(self, dtype) -> "Tensor":
-        from . import functional as F
-        return F.astype(self, dtype)
+        return _functional().astype(self, dtype)
 
     def reshape(self, *shape) -> "Tensor":
-        from . import functional as F
-        return F.reshape(self, _shape_arg(shape))
+        return _functional().reshape(self, _shape_arg(shape))
 
     def _broadcast(self, *shape) -> "Tensor":
-        from . import functional as F
-        return F.broadcast_to(self, _shape_arg(shape))
+        return _functional().broadcast_to(self, _shape_arg(shape))
 
     def flatten(self, start_axis: int = 0, end_axis: int = -1) -> "Tensor":
-        from . import functional as F
-        return F.flatten(self, start_axis, end_axis)
+        return _functional().flatten(self, start_axis, end_axis)
 
 
 def _created_in_trace(t: Tensor) -> None:
@@ -377,8 +375,9 @@ def _binary(name: str, reflected: bool = False):
     def method(self, other):
         if other is None:
             raise TypeError("the operand is None and is not supported.")
-        from . import functional as F
-        fn = getattr(F, name)
+        # the module, imported once (an import statement per operator was a tenth of
+        # a replayed transformer's Python, issue 11); the function still looked up
+        fn = getattr(_functional(), name)
         return fn(other, self) if reflected else fn(self, other)
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
@@ -405,9 +404,16 @@ for _dunder, _fname in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
 Tensor.__hash__ = object.__hash__     # defining __eq__ would otherwise drop it
 
 
+_F = None      # megtrace.functional once imported (it imports this module)
+
+
 def _functional():
-    from . import functional
-    return functional
+    """megtrace.functional (imported on first use: it imports this module)."""
+    global _F
+    if _F is None:
+        from . import functional
+        _F = functional
+    return _F
 
 
 def _reduction(mode: str):

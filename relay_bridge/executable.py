@@ -25,8 +25,9 @@ from megtrace.ir import Graph
 from ._tvm import relax, tvm
 from .cpu_tir_pipeline import cpu_tir_pipeline
 from .donate import donate_pass
+from .early_build import EarlyBuilds, enabled as early_build_enabled
 from .gc_pause import collector_paused
-from .parallel_build import build_threads, parallel_build
+from .parallel_build import build_context, build_module, build_threads, parallel_build
 from .pipelines import lower_graph, tuned_pipeline
 from .targets import resolve
 
@@ -125,14 +126,29 @@ def _untuned_build(graph: Graph, tgt: Any, rules: bool | None, options: BuildOpt
 def _build_with_rules(graph: Graph, tgt: Any, options: BuildOptions) -> Built:
     from .cpu import cpu_pipeline
     start = time.perf_counter()
-    mod, used = lower_graph(graph, tgt, "rules")
-    kernels: list[str] = []
-    extra = (donate_pass(),) if options.donate else ()
-    ex = relax_build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
-                                            fuse_reduce=options.fuse_reduce, kernels=kernels,
-                                            before_finalize=extra),
-                     cpu_tir_pipeline())
+    early = _early_builds(tgt, cpu_tir_pipeline())
+    try:
+        mod, used = lower_graph(graph, tgt, "rules", on_kernel=early.offer if early else None)
+        kernels: list[str] = []
+        extra = (donate_pass(),) if options.donate else ()
+        ex = relax_build(tgt, mod, cpu_pipeline(tgt, fuse_transpose=options.fuse_transpose,
+                                                fuse_reduce=options.fuse_reduce,
+                                                kernels=kernels, before_finalize=extra),
+                         cpu_tir_pipeline(), early)
+    finally:
+        if early is not None:
+            early.close()
     return Built(ex, tgt, "cpu-rules", time.perf_counter() - start, used, kernels)
+
+
+def _early_builds(tgt: Any, tir_pipeline: str) -> EarlyBuilds | None:
+    """Kernels built while the lowering goes on (early_build.py): for this machine's CPU
+    (a first call waits for them) when the kernels build on several threads."""
+    if not (early_build_enabled() and is_host(tgt) and build_threads() > 1):
+        return None
+    context = build_context()
+    return EarlyBuilds(lambda functions: build_module(functions, tgt, context, True,
+                                                      tir_pipeline))
 
 
 def _build_leveled(graph: Graph, tgt: Any, options: BuildOptions) -> Built:
@@ -173,15 +189,17 @@ def build_tuned_executable(graph: Graph, target: Any, database: Any, base: str) 
     return Built(ex, tgt, "tuned", time.perf_counter() - start, used)
 
 
-def relax_build(tgt: Any, mod: Any, pipeline: Any, tir_pipeline: str = "default") -> Any:
+def relax_build(tgt: Any, mod: Any, pipeline: Any, tir_pipeline: str = "default",
+                early: EarlyBuilds | None = None) -> Any:
     """relax.build; on llvm targets the kernels are compiled on several threads (and,
-    for this machine, their machine code made there too: see parallel_build)."""
+    for this machine, their machine code made there too: see parallel_build), those
+    `early` built during the lowering taken from there."""
     threads = build_threads() if tgt.kind.name == "llvm" else 1
     try:
-        with tgt, tvm().transform.PassContext(opt_level=3):
+        with tgt, build_context():
             if threads > 1:
                 return parallel_build(mod, tgt, pipeline, threads, jit=is_host(tgt),
-                                      tir_pipeline=tir_pipeline)
+                                      tir_pipeline=tir_pipeline, early=early)
             return relax().build(mod, target=tgt, relax_pipeline=pipeline,
                                  tir_pipeline=tir_pipeline)
     except Exception as e:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ._tvm import relax, tvm
+from .early_build import EarlyBuilds, stats as early_stats
 
 
 def build_threads() -> int:
@@ -36,11 +37,33 @@ def build_threads() -> int:
     return max(1, min(cores, 4))
 
 
+def build_context() -> Any:
+    """The pass context every build of a Relax module and its kernels runs in."""
+    return tvm().transform.PassContext(opt_level=3)
+
+
+def build_module(functions: dict, tgt: Any, context: Any, jit: bool, tir_pipeline: str,
+                 attrs: Any = None) -> Any:
+    """The runtime module of the TIR `functions` {GlobalVar or name: PrimFunc}, built in
+    `tgt` and `context` (on any thread); `jit`: make its machine code now."""
+    t = tvm()
+    with tgt, context:
+        lib = t.tirx.build(t.IRModule(functions, attrs=attrs), target=tgt,
+                           pipeline=tir_pipeline)
+    if jit:
+        # LLVM makes machine code for the whole module on the first lookup
+        name = next(iter(functions.values())).attrs["global_symbol"]
+        lib.get_function(str(name), query_imports=False)
+    return lib
+
+
 def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool,
-                   tir_pipeline: str = "default") -> Any:
+                   tir_pipeline: str = "default", early: EarlyBuilds | None = None) -> Any:
     """`relax.build(mod, tgt, relax_pipeline=pipeline, tir_pipeline=tir_pipeline)` with
     the kernels built on `threads` threads; `jit`: also make their machine code there (a
-    build for this machine's CPU, about to run). Call it inside `with tgt, PassContext(...)`."""
+    build for this machine's CPU, about to run); `early`: kernels the lowering offered
+    to early_build.py, whose modules are linked instead of building them here. Call it
+    inside `with tgt, PassContext(...)`."""
     t = tvm()
     vm_build = importlib.import_module("tvm.relax.vm_build")
     with tgt:
@@ -56,7 +79,7 @@ def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool,
     lib = None
     if tir_mod is not None and len(tir_mod.get_global_vars()) > 0:
         tir_mod = vm_build._auto_attach_system_lib_prefix(tir_mod, tgt, None)
-        libs = _build_parts(t, tir_mod, tgt, threads, jit, tir_pipeline)
+        libs = _build_parts(t, tir_mod, tgt, threads, jit, tir_pipeline, early)
         lib = libs[0]
         for other in libs[1:] + device_libs:
             lib.import_module(other)
@@ -65,24 +88,31 @@ def parallel_build(mod: Any, tgt: Any, pipeline: Any, threads: int, jit: bool,
 
 
 def _build_parts(t: Any, tir_mod: Any, tgt: Any, threads: int, jit: bool,
-                 tir_pipeline: str) -> list:
-    """The kernels of `tir_mod` as up to `threads` runtime modules, in module order
-    dealt round-robin (neighbouring kernels of a network differ most in size)."""
+                 tir_pipeline: str, early: EarlyBuilds | None = None) -> list:
+    """The kernels of `tir_mod` as runtime modules: those `early` built (or is building)
+    unchanged, the rest in up to `threads` modules, in module order dealt round-robin
+    (neighbouring kernels of a network differ most in size)."""
     items = sorted(tir_mod.functions.items(), key=lambda kv: kv[0].name_hint)
-    count = max(1, min(threads, len(items)))
-    parts = [dict(items[i::count]) for i in range(count)]
     context = t.transform.PassContext.current()   # thread-local: each worker enters it
+    early_parts = early.take({gv.name_hint: f for gv, f in items}) if early else []
+    taken = {name for _, names in early_parts for name in names}
+    items = [kv for kv in items if kv[0].name_hint not in taken]
 
     def build(functions: dict) -> Any:
-        with tgt, context:
-            lib = t.tirx.build(t.IRModule(functions, attrs=tir_mod.attrs), target=tgt,
-                               pipeline=tir_pipeline)
-        if jit:
-            # LLVM makes machine code for the whole module on the first lookup
-            name = next(iter(functions.values())).attrs["global_symbol"]
-            lib.get_function(str(name), query_imports=False)
-        return lib
+        return build_module(functions, tgt, context, jit, tir_pipeline, tir_mod.attrs)
+    count = max(1, min(threads, len(items)))
+    parts = [dict(items[i::count]) for i in range(count)] if items else []
     if count == 1:
-        return [build(parts[0])]
-    with ThreadPoolExecutor(count, thread_name_prefix="megtrace-build") as pool:
-        return list(pool.map(build, parts))
+        libs = [build(p) for p in parts]
+    else:
+        with ThreadPoolExecutor(count, thread_name_prefix="megtrace-build") as pool:
+            libs = list(pool.map(build, parts))
+    by_name = {gv.name_hint: (gv, f) for gv, f in tir_mod.functions.items()}
+    for future, names in early_parts:
+        try:
+            libs.append(future.result())
+            early_stats["linked"] += len(names)
+        except Exception:           # the worker's build failed: build those here
+            early_stats["dropped"] += len(names)
+            libs.append(build(dict(by_name[n] for n in names)))
+    return libs

@@ -7,7 +7,7 @@ must come out of the very same lowering and fusion passes; both take them from h
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
@@ -16,22 +16,27 @@ from .cpu.common_subexpr import merge_common_subexprs
 from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
+from .cpu.zero_pad import concat_zeros_as_pad
 from .lower import to_relax
 from .targets import has_amx
 
 log = logging.getLogger(__name__)
 
 
-def lower_graph(graph: Any, target: Any, base: str) -> tuple[Any, list[str]]:
+def lower_graph(graph: Any, target: Any, base: str,
+                on_kernel: Callable[[str, Any], None] | None = None
+                ) -> tuple[Any, list[str]]:
     """(IRModule, rule kernels used): base "rules" is the CPU rules' lowering (hand
-    kernels for conv/dense/pool), "default" the plain one (every kernel tunable)."""
+    kernels for conv/dense/pool), "default" the plain one (every kernel tunable);
+    `on_kernel(name, func)`: told of each TIR function the rules' lowering adds."""
     graph = graph.without_shape_inputs()     # shape arithmetic never reaches kernels
     graph = merge_common_subexprs(graph)     # a value computed twice is computed once
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
+    graph = concat_zeros_as_pad(graph)       # zeros from a bounds check, not an array
     if base == "rules":
         # early layers image by image at batch > 1 (cpu/batch_split.py)
-        return to_relax_cpu(split_batch(graph), amx=has_amx(target))
+        return to_relax_cpu(split_batch(graph), amx=has_amx(target), on_kernel=on_kernel)
     return to_relax(graph), []
 
 

@@ -10,6 +10,8 @@ from ..ops.quantized import spec as quantized_spec
 from ..errors import DTypeError
 from ..tensor import Tensor
 
+_F32 = np.dtype(np.float32)
+
 
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
@@ -32,6 +34,8 @@ def cast(x: Tensor, dtype: str) -> Tensor:
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     """Promote a pair the way MegEngine does: scalars take the tensor's dtype; mixed
     tensors promote (float wins), inserting a TypeCvt."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is b.dtype is _F32:
+        return a, b         # two float32 tensors: what the rules below return, checked first
     if a is None or b is None:
         raise TypeError("the operand is None and is not supported.")
     quantized = _quantized_pair(a, b)

@@ -14,9 +14,12 @@ __all__ = list(UNARY_NAMES) + list(BINARY_NAMES)
 
 
 def _make_unary(name: str):
+    keeps_dtype = name in ("relu", "neg", "abs", "square")
+
     def fn(x) -> Tensor:
-        x = require_tensor(name, x)
-        if name not in ("relu", "neg", "abs", "square") and x.dtype.kind != "f":
+        if not isinstance(x, Tensor):
+            x = require_tensor(name, x)
+        if not keeps_dtype and x.dtype.kind != "f":
             x = cast(x, "float32")
         return apply(name, x)
     fn.__name__ = fn.__qualname__ = name

@@ -74,8 +74,11 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
     upper everywhere."""
     assert lower is not None or upper is not None, \
         "At least one of 'lower' or 'upper' must not be None"
-    x = require_tensor("clip", x)
-    if x.dtype.kind == "f" and _number(lower) and _number(upper) and \
+    if not isinstance(x, Tensor):
+        x = require_tensor("clip", x)
+    plain = _PLAIN      # the common bounds (ints, floats, None) without a call each
+    if x.dtype.kind == "f" and (type(lower) in plain or _number(lower)) and \
+            (type(upper) in plain or _number(upper)) and \
             (lower is None or upper is None or lower <= upper):
         return apply("clip", x, lower=None if lower is None else float(lower),
                      upper=None if upper is None else float(upper))

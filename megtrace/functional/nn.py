@@ -44,10 +44,11 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
     if not (isinstance(inp, Tensor) and isinstance(weight, Tensor)
             and inp.dtype is weight.dtype is _F32):     # float32 pairs need no promotion
         inp, weight = promote_pair("conv2d", inp, weight)
-    if groups != 1 and weight.ndim != 5:
+    five_d = weight.ndim == 5
+    if groups != 1 and not five_d:
         raise ValueError(f"conv2d: with groups={groups} the weight must be 5-d (groups, "
                          f"oc/groups, ic/groups, kh, kw); got shape {weight.shape}")
-    if weight.ndim == 5 and weight.shape[0] != groups:
+    if five_d and weight.shape[0] != groups:
         raise ValueError(f"conv2d: weight has {weight.shape[0]} groups, groups={groups}")
     out = apply("conv2d", inp, weight, stride=pair("stride", stride),
                 padding=pair("padding", padding), dilation=pair("dilation", dilation))
@@ -77,19 +78,22 @@ def avg_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = No
 def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: bool = False,
            compute_mode: str = "default", format: str = "default") -> Tensor:
     """Matrix product of the last two axes; leading axes broadcast (batched matmul)."""
-    _check_mode("matmul: compute_mode", compute_mode, ("default", "float32"))
-    _check_mode("matmul: format", format, ("default",))
+    if compute_mode != "default":       # the check only for what it could refuse
+        _check_mode("matmul: compute_mode", compute_mode, ("default", "float32"))
+    if format != "default":
+        _check_mode("matmul: format", format, ("default",))
     a, b = require_tensor("matmul", inp1), require_tensor("matmul", inp2)
-    assert a.ndim > 0 and b.ndim > 0
-    if a.ndim == 1 and b.ndim == 1:        # MegEngine dispatches this to Dot
+    a_ndim, b_ndim = a.ndim, b.ndim
+    assert a_ndim > 0 and b_ndim > 0
+    if a_ndim == 1 and b_ndim == 1:        # MegEngine dispatches this to Dot
         return apply("dot", a, b)
     # a vector operand is a one-row (left) or one-column (right) matrix, dropped afterwards
-    out = apply("matmul", expand_dims(a, 0) if a.ndim == 1 else a,
-                expand_dims(b, -1) if b.ndim == 1 else b,
+    out = apply("matmul", expand_dims(a, 0) if a_ndim == 1 else a,
+                expand_dims(b, -1) if b_ndim == 1 else b,
                 transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
-    if b.ndim == 1:
+    if b_ndim == 1:
         out = squeeze(out, -1)
-    return squeeze(out, -2 if b.ndim > 1 else -1) if a.ndim == 1 else out
+    return squeeze(out, -2 if b_ndim > 1 else -1) if a_ndim == 1 else out
 
 
 def linear(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,

@@ -77,14 +77,23 @@ class TraceEntry:
     def replay_checks(self) -> list[tuple]:
         """Per tape item: (op, raw_params, ((input var, captured), ...), outputs), where
         `captured` is (weakref, version) of the captured outside tensor the input was
-        traced on, else None; precomputed once so that a replay checks an op, and
-        recognises an unchanged module parameter, without looking anything up."""
+        traced on, (None, (shape, value)) for a one-element constant (`x / 8.0`: the
+        value as a Python number), else None; precomputed once so that a replay checks
+        an op, recognises an unchanged module parameter and compares a scalar constant
+        without looking anything up."""
         if self._captured is None:
             def check(var):
                 source = self.sources.get(var)
-                if source is None or source.kind != "captured":
+                if source is None:
                     return None
-                return (source.tensor, source.version)
+                if source.kind == "captured":
+                    return (source.tensor, source.version)
+                if source.kind == "const":
+                    value = self.const_value(var)
+                    if value is not None and value.size == 1 and value.dtype.kind in "biuf" \
+                            and not value.dtype.metadata:
+                        return (None, (value.shape, value.item()))
+                return None
             self._captured = [
                 (item.op, item.raw_params, tuple((v, check(v)) for v in item.inputs),
                  item.outputs) for item in self.tape]

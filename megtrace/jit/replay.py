@@ -126,9 +126,10 @@ class Replayer:
 
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         """The op must be the tape's next one, on the same kinds of values. The common
-        case (same op and params, inputs the values the tape names or the unchanged
-        captured parameters) is checked inline; anything else takes `_check`, which
-        raises MegEngine's error or accepts the new value."""
+        case (same op and params, inputs the values the tape names, the unchanged
+        captured parameters or one-element constants of the traced value) is checked
+        inline; anything else takes `_check`, which raises MegEngine's error or accepts
+        the new value."""
         index = self.pc
         checks = self._checks
         if index < len(checks):
@@ -139,9 +140,16 @@ class Replayer:
                     if owner is self:
                         if t._var is var:
                             continue
-                    elif owner is None:
-                        if cap is not None and cap[0]() is t and t._version == cap[1]:
-                            continue
+                    elif cap is not None and owner is None:
+                        ref, seen = cap
+                        if ref is not None:         # a captured parameter, unchanged
+                            if ref() is t and t._version == seen:
+                                continue
+                        else:   # a one-element constant given again: _equal's verdict
+                            value = t._value
+                            if value is not None and value.shape == seen[0] and \
+                                    value.item() == seen[1]:
+                                continue
                     break
                 else:
                     self.pc = index + 1

@@ -128,6 +128,7 @@ class Sequential(Module):
         return [getattr(self, key) for key in self.layer_keys]
 
     def forward(self, inp):
-        for layer in self.layer_values:
+        # layer_values inlined (one call fewer per Sequential in every replay, issue 11)
+        for layer in [getattr(self, key) for key in self.layer_keys]:
             inp = layer(inp)
         return inp

@@ -111,7 +111,8 @@ class Module(metaclass=ABCMeta):
         stack = _active.stack               # active_recorder(), inlined: every layer asks
         rec = stack[-1] if stack else None
         if rec is None or not rec.names_values:
-            outputs = self.forward(*inputs, **kwargs)
+            # without an empty ** when there are no keywords (the common call is cheaper)
+            outputs = self.forward(*inputs, **kwargs) if kwargs else self.forward(*inputs)
         else:
             tensors = {k: v for k, v in self.__dict__.items() if isinstance(v, Tensor)}
             scope = self.name if self.name is not None else self._short_name

@@ -9,6 +9,7 @@ measurements behind them):
 - lower.py     Graph -> Relax, keeping NCHW16c between blocked ops
 - primfunc.py  TE -> scheduled PrimFunc, marked so that fusion leaves it alone
 - conv.py      conv2d on NCHW16c, 14x16 register tile
+- weight_prefetch.py  channels-outermost convs prefetch the next channel tile's weights
 - depthwise.py depthwise conv2d on NCHW16c, 4x16 tile
 - pointwise_depthwise.py  an expanding 1x1 conv + the 3x3 depthwise it feeds, by row strips
 - dense.py     matmul with a constant weight, packed B, 8x32 tile (GEMV: 64-wide chunks)
@@ -16,7 +17,8 @@ measurements behind them):
                hosts with AMX, MEGTRACE_AMX=0: dense.py); its tile program is shared
                and runs emulated in plain TIR for tests on hosts without AMX
 - amx_conv.py  conv2d on NCHW16c as AMX tile products over phase-split flat inputs
-               (no im2col); opt-in, MEGTRACE_AMX_CONV=1, until timed on an AMX host
+               (no im2col); opt-in until timed on an AMX host: MEGTRACE_AMX_CONV=1 (all
+               it covers) or =direct (those Winograd does not take)
 - matmul.py    batched matmul of two runtime tensors (attention), same tile
 - attention.py softmax(q @ k^T) @ v as one kernel per head and row block
                (MEGTRACE_FUSED_ATTENTION=0: three kernels)

@@ -281,11 +281,11 @@ def k_block(steps: int, divisor: bool = False) -> int:
 def accumulate(tiles: AmxTiles, ops: TileOperands, row_blocks: Any, steps: int,
                config: TileRef, kcn: int | None = None) -> Any:
     """One task of the tile GEMM (amx.py's dense and amx_conv.py's conv share it): 32
-    columns of `row_blocks` (int or PrimExpr) 16-row blocks over `steps` k steps. k goes in blocks whose
-    weight tiles (4 KB a step) stay in L1 while each row block accumulates into two
-    tiles, loaded from and stored to the output between k blocks (one tile load per
-    product leaves the kernel bound by L2 bandwidth otherwise); c_h += ah @ bh_h +
-    ah @ bl_h + al @ bh_h. `config`: `tile_config()`'s bytes; `kcn`: k steps per
+    columns of `row_blocks` (int or PrimExpr) 16-row blocks over `steps` k steps. k goes
+    in blocks whose weight tiles (4 KB a step) stay in L1 while each row block
+    accumulates into two tiles, loaded from and stored to the output between k blocks
+    (one tile load per product leaves the kernel bound by L2 bandwidth otherwise);
+    c_h += ah @ bh_h + ah @ bl_h + al @ bh_h. `config`: `tile_config()`'s bytes; `kcn`: k steps per
     block (default `k_block(steps)`)."""
     t = tvm().tirx
     q, kc, r = t.Var("q", "int32"), t.Var("kc", "int32"), t.Var("r", "int32")

@@ -200,8 +200,11 @@ ENV = "MEGTRACE_AMX_CONV"
 
 
 def mode() -> str:
-    """"on" only when MEGTRACE_AMX_CONV asks for it: the rule's addressing is checked
-    (tests, amx.EmulatedTiles) but its speed was never measured on an AMX host, so the
-    FMA and Winograd rules stay the default until it is."""
+    """"off" unless MEGTRACE_AMX_CONV asks: "all" (1, on, all) takes every conv the rule
+    covers, "direct" only those the Winograd rule would not take. The rule's addressing
+    is checked (tests, amx.EmulatedTiles) but its speed was never measured on an AMX
+    host, so the FMA and Winograd rules stay the default until it is."""
     value = os.environ.get(ENV, "0").strip().lower()
-    return "on" if value in ("1", "true", "on", "yes", "all") else "off"
+    if value == "direct":
+        return "direct"
+    return "all" if value in ("1", "true", "on", "yes", "all") else "off"

@@ -15,6 +15,7 @@ from .._tvm import tvm
 from .epilogue import Epilogue, blocked_output
 from .layout import BLOCK, blocks, ceil_div, input_block
 from .primfunc import inner_loops, parallel_if, scheduled_func, vector_lanes, vectorize_inner
+from . import weight_prefetch
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def tile_range(shape: "ConvShape", lanes: int) -> tuple[int, int, int]:
     weight = 4 * ocb * BLOCK * shape.c * shape.kh * shape.kw
     if lanes == 16 and ocb % 2 == 0 and not (ocb == 2 and weight > L2_BYTES):
         return _PAIRED_RANGE            # (tile_order halves a 2-block tile past L2)
-    if shape.icb < BLOCK:
+    if shape.icb < BLOCK and not shape.blocked_input:
         return _NARROW_INPUT_RANGE[lanes]
     return _TILE_RANGE[lanes]
 
@@ -158,28 +159,37 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
     x = te.placeholder(shape.in_shape, "float32", name="x")
     wt = te.placeholder(shape.weight_shape, "float32", name="w")
     vectors, tensors = epilogue.placeholders((blocks(shape.oc), BLOCK), shape.out_shape)
-    xp = padded_input(x, shape, rows, cols, icb, nchw)
+    xp = padded_input(x, shape, rows, cols, icb if nchw else BLOCK, nchw)
     src = x if xp is None else xp
     ico = te.reduce_axis((0, shape.weight_shape[1]), "ico")
     rh, rw = te.reduce_axis((0, shape.kh), "rh"), te.reduce_axis((0, shape.kw), "rw")
     ici = te.reduce_axis((0, icb), "ici")
+    # a blocked input's reduction block of icb < 16 channels is part of a 16-block
+    per = BLOCK // icb if shape.blocked_input else 1
     full = te.compute(
         (shape.n, blocks(shape.oc), shape.oh, owp, BLOCK),
-        lambda n, ko, y, z, ki: te.sum(src[n, ico, y * sh + rh, z * sw + rw, ici]
+        lambda n, ko, y, z, ki: te.sum(src[n, ico // per, y * sh + rh, z * sw + rw,
+                                           (ico % per) * icb + ici]
                                        * wt[ko, ico, rh, rw, ici, ki],
                                        axis=[ico, rh, rw, ici]), name="conv")
     out = blocked_output(full, shape.out_shape, shape.oc, epilogue, vectors, tensors)
+
+    kb, ko_outer = tile_order(shape, reg, rows * cols, vector_lanes())
 
     def schedule(sch):
         if xp is not None:
             n, cb, y, z, ci = sch.get_loops(sch.get_sblock("pad"))
             parallel_if(sch, sch.fuse(n, cb, y), shape.flops // 2)
-            if icb == BLOCK:
+            if icb == BLOCK or not nchw:
                 sch.vectorize(ci)
-        _schedule_tile(sch, "conv", reg, shape.flops // 2,
-                       *tile_order(shape, reg, rows * cols, vector_lanes()))
+        _schedule_tile(sch, "conv", reg, shape.flops // 2, kb, ko_outer, shape.blocked_input)
 
-    return scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
+    func = scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
+    if weight_prefetch.worth_it(shape.weight_shape, kb, ko_outer):
+        func = weight_prefetch.prefetch_next_tile(func, shape.weight_shape, kb,
+                                                  shape.n * shape.oh,
+                                                  weight_prefetch.fused_loop_name(kb))
+    return func
 
 
 # A core's share of L2: weights above it cannot stay cached across output rows.
@@ -227,7 +237,7 @@ def tile_order(shape: ConvShape, reg: int, pixels: int, lanes: int) -> tuple[int
 
 
 def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1,
-                   ko_outer: bool = False) -> None:
+                   ko_outer: bool = False, blocked_input: bool = False) -> None:
     """The (kb x 16 channels) x reg columns accumulator tile, parallel over (n, y, ko/kb)
     (or (ko/kb, n, y): `channels_outer`)."""
     b = sch.get_sblock(block)
@@ -250,7 +260,7 @@ def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1,
     if kb > 1:
         sch.unroll(koi)
     sch.unroll(rw)
-    if int(sch.get(ici).extent) < BLOCK:
+    if int(sch.get(ici).extent) < BLOCK and not blocked_input:
         sch.unroll(ici)                                # a 3-channel (RGB) reduction block
     init = sch.decompose_reduction(b, ico)             # after vectorize/unroll (see notes)
     loops = inner_loops(sch, init, par)

@@ -28,11 +28,14 @@ def blocks(c: int) -> int:
 def input_block(c: int, blocked: bool) -> int:
     """Channels per reduction block of a conv input.
 
-    A blocked input always has 16. A plain NCHW input is packed inside the conv; when it
-    has fewer than 16 channels (an RGB image) the whole channel axis is one block, which
-    avoids multiplying by 13 zero channels out of 16.
+    A blocked input has reduce_block(c): 16, or fewer when c is not a multiple of 16.
+    A plain NCHW input is packed inside the conv; when it has fewer than 16 channels (an
+    RGB image) the whole channel axis is one block, which avoids multiplying by 13 zero
+    channels out of 16.
     """
-    if blocked or c >= BLOCK:
+    if blocked:
+        return reduce_block(c)
+    if c >= BLOCK:
         return BLOCK
     return c
 

@@ -13,6 +13,7 @@ default path) for that group; the reason is logged.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
@@ -42,20 +43,25 @@ class NotApplicable(Exception):
     """A rule declines a node it could compute, because the default path is faster."""
 
 
-def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False
+def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False,
+                 on_kernel: Callable[[str, Any], None] | None = None
                  ) -> tuple[Any, list[str]]:
     """The IRModule, and the names of the rules used (one entry per kernel); `amx`: the
-    target may use AMX tiles (dense GEMMs then take amx.py's rule)."""
+    target may use AMX tiles (dense GEMMs then take amx.py's rule); `on_kernel(name,
+    func)`: told of each TIR function as it is added (early_build.py builds the rules'
+    kernels while the lowering goes on)."""
     missing = sorted({n.op.name for n in graph.nodes if n.op.lower is None})
     if missing:
         raise UnsupportedOpError(f"to_relax: no Relax lowering for {', '.join(missing)}")
-    return _CpuLowering(graph, amx).build(func_name)
+    return _CpuLowering(graph, amx, on_kernel).build(func_name)
 
 
 class _CpuLowering:
-    def __init__(self, graph: Graph, amx: bool = False):
+    def __init__(self, graph: Graph, amx: bool = False,
+                 on_kernel: Callable[[str, Any], None] | None = None):
         self.graph = graph
         self.amx = amx
+        self.on_kernel = on_kernel
         self.rx = relax()
         self.bb = self.rx.BlockBuilder()
         self.plain: dict[Var, Any] = {}
@@ -167,6 +173,8 @@ class _CpuLowering:
 
     def _call(self, func, args, shape, name: str):
         gv = self.bb.add_func(func, name)
+        if self.on_kernel is not None:
+            self.on_kernel(gv.name_hint, func)
         ty = self.rx.TensorType(tuple(int(d) for d in shape), F32)
         return self.bb.emit(self.rx.call_tir(gv, list(args), ty))
 
@@ -200,13 +208,18 @@ class _CpuLowering:
                     amx_conv.pack_conv_weight(consts[w]))),
                     self._const(("amx_config",), amx_rule.tile_config)]
             elif self._winograd(shape, w):
-                rule = "winograd"
+                rule, blocked_in = "winograd", True
+                shape = replace(shape, blocked_input=True)
+                self.get_blocked(x)          # a plain (training BatchNorm's) input: packed
                 func = self._kernel(winograd.winograd_conv2d, shape, group.epilogue)
-                # weights >= 2 MB in huge pages: at batch 1 each call streams them from
-                # memory, and 4 KB pages stop the hardware prefetcher at every boundary
-                # (ResNet-18's 256-channel Winograd convs 4.1 -> 3.2 ms in the model)
-                weights = [self._const(("winograd", w), lambda: self.weights.constant(
-                    winograd.transform_weight(consts[w])))]
+                if w in consts:
+                    # weights >= 2 MB in huge pages: at batch 1 each call streams them
+                    # from memory, and 4 KB pages stop the hardware prefetcher at every
+                    # boundary (ResNet-18's 256-channel Winograd convs 4.1 -> 3.2 ms)
+                    weights = [self._const(("winograd", w), lambda: self.weights.constant(
+                        winograd.transform_weight(consts[w])))]
+                else:
+                    weights = [self._winograd_weight(w, shape)]
             elif w in consts:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 weights = [self._const(("conv", w, shape.icb), lambda: self.weights.constant(
@@ -231,14 +244,29 @@ class _CpuLowering:
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
 
-    def _packed_weight(self, w: Var, shape: ConvShape):
-        """A runtime conv weight packed for `shape`, once per weight and input block (a
-        strided weight gradient's phases all take the same output gradient)."""
-        key = (w, shape.icb)
+    def _packed_weight(self, w: Var, shape: ConvShape, icb: int | None = None):
+        """A runtime conv weight packed for `shape` (with `icb` input channels per block:
+        default the shape's), once per weight and input block (a strided weight
+        gradient's phases all take the same output gradient)."""
+        icb = shape.icb if icb is None else icb
+        key = (w, icb)
         if key not in self.packed:
             wp = tvm().te.placeholder(L.i64(w.type.shape), F32, name="w")
-            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, shape.icb)]),
-                                          [self.get_plain(w)], shape.weight_shape, "pack_weight")
+            packed = (L.blocks(shape.oc), L.ceil_div(shape.c, icb), shape.kh, shape.kw, icb,
+                      L.BLOCK)
+            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, icb)]),
+                                          [self.get_plain(w)], packed, "pack_weight")
+        return self.packed[key]
+
+    def _winograd_weight(self, w: Var, shape: ConvShape):
+        """A runtime conv weight transformed for the Winograd rule, once per weight."""
+        key = (w, "winograd")
+        if key not in self.packed:
+            oc, ic = w.type.shape[:2]
+            self.packed[key] = self._call(winograd.weight_transform_func(oc, ic),
+                                          [self._packed_weight(w, shape, L.BLOCK)],
+                                          winograd.WinogradShape(shape).weight_shape,
+                                          "winograd_weight")
         return self.packed[key]
 
     def _depthwise_after(self, group: Group) -> Group | None:
@@ -360,19 +388,29 @@ class _CpuLowering:
         self.used.append("attention")
 
     def _winograd(self, shape: ConvShape, w: Var) -> bool:
-        """Whether a conv takes the Winograd rule: 3x3 stride 1 on a blocked input with a
-        constant weight (transformed at build time), where the cost rule says it pays
-        (MEGTRACE_WINOGRAD=0 turns it off, =all takes every such conv)."""
+        """Whether a conv takes the Winograd rule: 3x3 stride 1 where the cost rule says
+        it pays (MEGTRACE_WINOGRAD=0 turns it off, =all takes every such conv). A
+        constant weight is transformed at build time and needs a blocked input; a
+        runtime one (a training step's) is transformed by a kernel on each call, and a
+        plain input is packed first: on a training step's maps (ResNet-18 at 64x64,
+        64-256 channels at 16x16-4x4, batch 32) the rule ran 2.3-3.5x faster than the
+        direct one, which already packs a plain input inside its kernel."""
         mode = winograd.mode()
-        if mode == "off" or w not in self.graph.consts or not winograd.applies(shape):
+        runtime = w not in self.graph.consts
+        if runtime:
+            shape = replace(shape, blocked_input=True)
+        if mode == "off" or not winograd.applies(shape):
             return False
         return mode == "all" or winograd.worth_it(shape)
 
     def _amx_conv(self, shape: ConvShape, w: Var) -> bool:
         """Whether a conv takes amx_conv.py's rule: AMX granted, a constant weight, a shape
-        it covers, and MEGTRACE_AMX_CONV=1 (off by default: see amx_conv.mode)."""
-        return self.amx and amx_conv.mode() == "on" and w in self.graph.consts \
-            and amx_conv.applies(shape)
+        it covers, and MEGTRACE_AMX_CONV asking for it (off by default: amx_conv.mode)."""
+        mode = amx_conv.mode()
+        if mode == "off" or not self.amx or w not in self.graph.consts \
+                or not amx_conv.applies(shape):
+            return False
+        return mode == "all" or not self._winograd(shape, w)
 
     def _const(self, key: tuple, make: Callable[[], np.ndarray]):
         """One Relax constant per packed weight or vector (`key`: what it is made from):

@@ -156,6 +156,50 @@ def transform_weight(w: np.ndarray) -> np.ndarray:
     return out
 
 
+def te_transform_weight(packed):
+    """te version of `transform_weight` for a weight computed at run time (a training
+    step's parameters): U = G w G^T from the direct rule's packed weight
+    (OC/16, IC/16, 3, 3, 16i, 16o), whose 16 output channels are contiguous, so each
+    of the 36 planes is a sum of at most 9 whole vectors (see `weight_transform_func`)."""
+    te = tvm().te
+    ob, ib = (int(d) for d in packed.shape[:2])
+
+    def f(a, b, o, i, ii, oo):
+        taps = [packed[o, i, r, s, ii, oo] for r in range(KERNEL) for s in range(KERNEL)]
+        return _select(a, [_select(b, [_weighted(KRON[:, p * ALPHA + q], taps)
+                                       for q in range(ALPHA)]) for p in range(ALPHA)])
+    return te.compute((ALPHA, ALPHA, ob, ib, BLOCK, BLOCK), f, name="u")
+
+
+def weight_transform_func(oc: int, ic: int):
+    """Scheduled PrimFunc (packed weight, U): parallel over channel blocks, the 36
+    planes unrolled so that the coefficient Selects fold, 16 output channels a vector."""
+    te = tvm().te
+    packed = te.placeholder((blocks(oc), blocks(ic), KERNEL, KERNEL, BLOCK, BLOCK),
+                            "float32", name="w")
+    u = te_transform_weight(packed)
+
+    def schedule(sch):
+        a, b, o, i, ii, oo = sch.get_loops(sch.get_sblock("u"))
+        sch.reorder(o, i, ii, a, b, oo)
+        parallel_if(sch, sch.fuse(o, i), ALPHA * ALPHA * KERNEL * KERNEL * ic * oc)
+        sch.unroll(a)
+        sch.unroll(b)
+        sch.vectorize(oo)
+    return scheduled_func([packed, u], schedule, "winograd_weight")
+
+
+def _weighted(coefs, terms):
+    """sum(c * t) over the nonzero (fractional) coefficients."""
+    f32 = lambda v: tvm().tirx.const(float(v), "float32")      # noqa: E731
+    expr = None
+    for coef, term in zip(coefs, terms):
+        if coef != 0:
+            part = term * f32(coef)
+            expr = part if expr is None else expr + part
+    return expr
+
+
 def applies(conv: ConvShape) -> bool:
     """The convs this rule can compute (dilation 1 and groups 1 are plan.py's)."""
     return (conv.kh, conv.kw) == (KERNEL, KERNEL) and conv.stride == (1, 1) \

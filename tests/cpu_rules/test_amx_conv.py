@@ -109,11 +109,11 @@ def test_switch_is_off_unless_asked_and_part_of_the_cache_key(rng, monkeypatch):
     w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
     g = conv_graph(x, w, np.zeros((1, 32, 1, 1), np.float32), 1, 1, False)
     keys = {entry_key(g, resolve(None), True, BuildOptions())}
-    for env, want in (("1", "on"), ("0", "off"), ("yes", "on")):
+    for env, want in (("1", "all"), ("0", "off"), ("yes", "all"), ("direct", "direct")):
         monkeypatch.setenv(amx_conv.ENV, env)
         assert amx_conv.mode() == want
         keys.add(entry_key(g, resolve(None), True, BuildOptions()))
-    assert len(keys) == 2
+    assert len(keys) == 3
 
 
 def run_emulated(conv: ConvShape, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -199,3 +199,31 @@ def test_graph_path_with_emulated_tiles(n, c, hw, oc, k, stride, pad, rng, monke
     want = direct_conv(x, w, stride, pad) + bias
     r = rng.standard_normal(want.shape).astype(np.float32)
     assert rel_err(cg(x, r)[0], np.maximum(want + r, 0)) <= 2e-5
+
+
+@pytest.mark.parametrize("env,want", [("all", ["conv_amx"] * 3),
+                                      ("direct", ["conv_amx", "winograd", "conv_amx"]),
+                                      ("0", ["conv", "winograd", "conv"])])
+def test_direct_mode_leaves_winograd_its_convs(env, want, rng, monkeypatch):
+    """MEGTRACE_AMX_CONV=direct: the rule takes the convs the FMA rule would (a 3x3/2, a
+    512-channel 3x3 at 7x7, batch 1), the Winograd rule keeps its own (64 @ 14x14);
+    the lowering as on an AMX host (self.amx), kernels built with EmulatedTiles."""
+    from functools import partial
+
+    from megtrace.relay_bridge.cpu import lower
+    monkeypatch.setenv(amx_conv.ENV, env)
+    monkeypatch.setattr(lower.amx_conv, "conv2d_amx",
+                        partial(amx_conv.conv2d_amx, emulate=True))
+    real_init = lower._CpuLowering.__init__
+    monkeypatch.setattr(lower._CpuLowering, "__init__",
+                        lambda self, graph, amx=False: real_init(self, graph, True))
+    rules = []
+    for n, c, hw, oc, stride in ((1, 64, 28, 64, 2), (1, 64, 14, 64, 1), (1, 512, 7, 512, 1)):
+        x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+        w = (rng.standard_normal((oc, c, 3, 3)) * np.sqrt(2.0 / (9 * c))).astype(np.float32)
+        cg = compile_graph(conv_graph(x, w, np.zeros((1, oc, 1, 1), np.float32), stride, 1,
+                                      False), rules=True)
+        rules.append(cg.rules[1])
+        want_y = np.maximum(direct_conv(x, w, stride, 1), 0)
+        assert rel_err(cg(x)[0], want_y) <= 2e-5
+    assert rules == want

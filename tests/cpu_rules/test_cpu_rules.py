@@ -115,6 +115,45 @@ def test_conv_rule_matches_reference(n, c, h, w, oc, k, s, p, rng):
     check(cg(x)[0], np.maximum(conv_ref(x, wt, (s, s), (p, p)) + bias, 0))
 
 
+@pytest.mark.parametrize("c,k,s,p,icb", [(24, 1, 1, 0, 8), (40, 3, 1, 1, 8), (20, 3, 2, 1, 4),
+                                         (8, 1, 1, 0, 8), (18, 1, 1, 0, 16)])
+def test_conv_on_blocked_input_reduces_over_its_real_channels(c, k, s, p, icb, rng):
+    """A blocked input of 24 channels is reduced in 3 steps of 8, not 2 blocks of 16
+    whose last 8 lanes are zero padding (layout.reduce_block)."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape
+    shape = ConvShape(1, c, 13, 12, 32, k, k, (s, s), (p, p))
+    assert shape.icb == icb and shape.weight_shape[1] == -(-c // icb)
+    x, w0, w1 = f32(rng, 1, 3, 13, 12), f32(rng, c, 3, 1, 1), f32(rng, 32, c, k, k)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    cg = b.compile(b.op("conv2d", y, b.const(w1), stride=(s, s), padding=(p, p)))
+    assert cg.rules == ["conv", "conv"]
+    want = conv_ref(np.maximum(conv_ref(x, w0), 0), w1, (s, s), (p, p))
+    check(cg(x)[0], want)
+    b = G()                                 # a runtime weight, packed in the graph
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))
+    cg = b.compile(b.op("conv2d", y, b.input(w1, "w"), stride=(s, s), padding=(p, p)))
+    check(cg(x, w1)[0], want)
+
+
+def test_channels_outer_conv_prefetches_the_next_tiles_weights(rng):
+    """MobileNetV2's 7x7 expanding 1x1 convs ask for the next channel tile's weight
+    slice while computing this one; slices over weight_prefetch.MAX_SLICE_BYTES and
+    rows-outermost convs do not (conv.channels_outer)."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
+    assert "llvm.prefetch" in conv2d_nchwc(ConvShape(1, 160, 7, 7, 960, 1, 1)).script()
+    assert "llvm.prefetch" in conv2d_nchwc(ConvShape(1, 64, 7, 7, 144, 1, 1)).script()  # kb 1
+    assert "llvm.prefetch" not in conv2d_nchwc(ConvShape(1, 960, 7, 7, 320, 1, 1)).script()
+    assert "llvm.prefetch" not in conv2d_nchwc(ConvShape(1, 64, 56, 56, 64, 1, 1)).script()
+    x, w0 = f32(rng, 2, 3, 7, 7), f32(rng, 160, 3, 1, 1)
+    w1, bias = f32(rng, 144, 160, 1, 1), f32(rng, 1, 144, 1, 1)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    cg = b.compile(b.op("add", b.op("conv2d", y, b.const(w1)), b.const(bias)))
+    assert cg.rules == ["conv", "conv"]
+    check(cg(x)[0], conv_ref(np.maximum(conv_ref(x, w0), 0), w1) + bias)
+
+
 def test_conv_with_runtime_weight_packs_it_in_the_graph(rng):
     x, wt = f32(rng, 1, 24, 10, 10), f32(rng, 20, 24, 3, 3)
     b = G()

@@ -77,6 +77,50 @@ def test_winograd_matches_direct_conv(n, c, h, w, oc, pad, rng, monkeypatch):
     assert rel_err(got, np.maximum(want, 0)) <= TOL
 
 
+def runtime_weight_conv(x, wt, pad, blocked: bool):
+    """graph: [1x1 conv, so the input is NCHW16c ->] 3x3 conv by a weight that is a graph
+    input (a training step's parameter) -> relu."""
+    g = Graph()
+    xv, wv = g.add_input(TensorType.of(x), "x"), g.add_input(TensorType.of(wt), "w")
+    c = x.shape[1]
+
+    def op(name, *ins, **p):
+        return g.add_node(get(name), list(ins), p)[0]
+    if blocked:
+        xv = op("conv2d", xv, g.add_const(np.eye(c, dtype=np.float32).reshape(c, c, 1, 1)))
+    g.set_outputs([op("relu", op("conv2d", xv, wv, padding=(pad, pad)))], ["y"])
+    return g
+
+
+@pytest.mark.parametrize("n,c,h,w,oc,pad,blocked", [
+    (2, 20, 13, 6, 33, 1, False),     # plain (training BatchNorm's) input, ragged blocks
+    (1, 64, 14, 14, 64, 1, True),     # after a conv: already NCHW16c
+    (4, 64, 16, 16, 64, 1, False),    # ResNet-18's first stage in a 64x64 training step
+])
+def test_runtime_weight_is_transformed_by_a_kernel(n, c, h, w, oc, pad, blocked, rng,
+                                                   monkeypatch):
+    monkeypatch.setenv(W.ENV, "all" if c < 64 else "auto")
+    x, wt = realistic(rng, n, c, h, w, oc)
+    cg = compile_graph(runtime_weight_conv(x, wt, pad, blocked), rules=True)
+    assert cg.rules[-1] == "winograd"
+    for scale in (1.0, -0.5):          # the transform runs on each call's weight
+        got = cg(x, wt * np.float32(scale))[0]
+        assert rel_err(got, np.maximum(direct_conv(x, wt * scale, pad), 0)) <= TOL
+
+
+def test_runtime_weight_transform_matches_the_build_time_one(rng):
+    from megtrace.relay_bridge._tvm import tvm
+    from megtrace.relay_bridge.cpu import layout as L
+    from megtrace.relay_bridge.targets import host_target
+    w = rng.standard_normal((20, 17, 3, 3)).astype(np.float32)
+    t = tvm()
+    func = W.weight_transform_func(20, 17).with_attr("global_symbol", "main")
+    lib = t.compile(t.IRModule({"main": func}), target=t.target.Target(host_target()))
+    u = t.runtime.tensor(np.zeros((6, 6, 2, 2, 16, 16), np.float32))
+    lib["main"](t.runtime.tensor(L.pack_conv_weight(w, 16)), u)
+    np.testing.assert_allclose(u.numpy(), W.transform_weight(w), rtol=1e-5, atol=1e-6)
+
+
 def test_transforms_compute_a_4x4_correlation(rng):
     """The matrices alone: A^T [(G g G^T) * (B^T d B)] A is the 3x3 correlation of a 6x6
     tile (float64, so any wrong coefficient shows as a large error)."""
