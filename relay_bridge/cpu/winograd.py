@@ -366,7 +366,12 @@ def _schedule_gemm(sch, mr: int, kb: int, work: int) -> None:
     sch.reorder(a, b, k, po, rc, rci, ki, pi, ko)
     par = sch.fuse(a, b, k, po)
     parallel_if(sch, par, work)
-    acc = sch.cache_write(blk, 0, "local")
+    # "global", not "local": TVM gives a CPU kernel's "local" buffers to
+    # TVMBackendAllocWorkspace (heap), its "global" ones under 1 KB to the stack, where
+    # LLVM keeps the tile in registers. Measured (1 thread, CPU time, alternating builds,
+    # load 20-30): ResNet-18's 64 @ 56x56 0.73 -> 0.645 ms, 128 @ 28x28 0.61 -> 0.565 ms;
+    # an 8-row tile (256 @ 14x14: 8 x 2 x 16 floats) is 1 KB and stays on the heap.
+    acc = sch.cache_write(blk, 0, "global")
     sch.reverse_compute_at(acc, par)
     sch.vectorize(ko)
     sch.unroll(pi)
