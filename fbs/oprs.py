@@ -105,4 +105,5 @@ def name_of_v1(type_id: int) -> str | None:
 KNOWN_V1 |= {"LRN"}
 # recurrent layers (MGB_SEREG_OPR(RNNForward, 3), (LSTMForward, 4)) and the random oprs of
 # F.random.permutation/shuffle and F.nn.dropout
-KNOWN_V1 |= {"RNNForward", "LSTMForward", "PermutationRNG", "ShuffleRNG", "Dropout"}
+KNOWN_V1 |= {"RNNForward", "LSTMForward", "PermutationRNG", "ShuffleRNG", "Dropout",
+             "MultiHeadAttn"}

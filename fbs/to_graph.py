@@ -664,3 +664,6 @@ def _arg(g, opr, ins, _):
     return list(g.add_node(get("arg_reduce"), ins[:1], {"mode": mode,
                                                        "axis": _fields(opr).get("axis", 0),
                                                        "keepdims": True}, _hint(opr)))
+
+
+from . import read_mha  # noqa: E402,F401  (registers the MultiHeadAttn rule)

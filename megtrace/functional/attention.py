@@ -2,8 +2,9 @@
 `io_weight_bias` parameter, composed of matmuls, softmax and elementwise ops so that it
 traces, compiles and dumps as those oprs.
 
-MegEngine 1.13 runs its MultiHeadAttn op only on CUDA (cuDNN), so there was no CPU run
-to compare with: the computation follows MegEngine's documented definition. The packed
+MegEngine 1.13's CPU runs its MultiHeadAttn op through a proxy kernel; this computation
+matches it (tests/modelfile/test_mha_dump.py, golden data from real MegEngine), and a
+MegEngine dump's MultiHeadAttn opr is read as these ops (fbs/read_mha.py). The packed
 parameter holds, in this order, the query, key, value and output projection weights,
 then the query, key, value and output biases (each present only when its projection
 size is nonzero, and a bias only when its flag is set). A projection is Y = X @ W + B

@@ -9,7 +9,7 @@ from .. import config as _config
 from ..core.tensor import amp as _amp
 from ..dispatch import apply
 from ..ops._rules import pair
-from ..random.rng import uniform
+from ..random.rng import global_key, global_seed, uniform
 from ..tensor import Tensor
 from ._convert import require_tensor
 from .conv import _CROSS, _DEFAULT, check_modes, promote_pair
@@ -140,16 +140,20 @@ def layer_norm(inp: Tensor, normalized_shape, affine: bool = True,
 
 def dropout(inp: Tensor, drop_prob: float, training: bool = True) -> Tensor:
     """Zero elements with probability `drop_prob` and rescale by 1/(1-p) when training;
-    identity otherwise. The mask comes from megtrace.random's generator (MegEngine's
-    global seed), so a traced or compiled function draws a new mask on every call."""
+    identity otherwise. The mask comes from the global seed's dropout generator (its own
+    stream, as MegEngine's Dropout opr), so a traced or compiled function draws a new
+    mask on every call; dumped as MegEngine's Dropout opr."""
     if not 0 <= drop_prob < 1:
         raise ValueError(f"dropout: drop_prob must be in [0, 1); got {drop_prob}")
     x = require_tensor("dropout", inp)
     if not training or drop_prob == 0:
         return x
-    from .elemwise import mul
-    keep = (uniform(size=tuple(x.shape)) >= drop_prob).astype(x.dtype)
-    return mul(x, keep * (1.0 / (1 - drop_prob)))
+    if x.dtype != np.float32:       # (float16: drawn as before, uniform >= p)
+        from .elemwise import mul
+        keep = (uniform(size=tuple(x.shape)) >= drop_prob).astype(x.dtype)
+        return mul(x, keep * (1.0 / (1 - drop_prob)))
+    return apply("rng_dropout", global_key("dropout", x.device), x, drop_prob=float(drop_prob),
+                 seed=global_seed())
 
 
 def embedding(inp: Tensor, weight: Tensor, padding_idx: Optional[int] = None,

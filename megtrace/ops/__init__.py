@@ -2,6 +2,8 @@
 from . import activation, elemwise, image, indexing, linalg, nn, reduce, shape  # noqa: F401
 from . import math_extra, sort_linalg, tensor_extra  # noqa: F401  (math/tensor functionals)
 from . import random  # noqa: F401  (megtrace.random's generators)
+from . import random_perm  # noqa: F401  (PermutationRNG, ShuffleRNG)
+from . import random_dropout  # noqa: F401  (Dropout)
 from . import advanced_indexing  # noqa: F401  (Tensor indexing: core)
 from . import color, detection, onehot, warp, window  # noqa: F401  (image/vision ops: nn)
 from . import shape_exprs  # noqa: F401

@@ -178,7 +178,9 @@ RNG_KEY_PREFIX = "megtrace.rng_key:"
 
 # the generator kind (random/stream.py) of each op: whose stream its keys come from
 KIND_OF = {"rng_uniform": "uniform", "rng_normal": "normal", "rng_gamma": "gamma",
-           "rng_beta": "beta", "rng_poisson": "poisson"}
+           "rng_beta": "beta", "rng_poisson": "poisson", "rng_permutation": "permutation",
+           "rng_shuffle": "shuffle",      # ops/random_perm.py
+           "rng_dropout": "dropout"}      # ops/random_dropout.py
 
 
 def _key_input(g, opr):

@@ -36,6 +36,16 @@ def _key(stream: KeyStream, kind: str, device=None) -> Tensor:
     return Tensor._wrap(stream.next_key(kind), device=device)
 
 
+def global_key(kind: str, device=None) -> Tensor:
+    """The key of the next draw of the global generator's `kind` (F.nn.dropout's:
+    "dropout", a stream of its own as in MegEngine), with `_key`'s trace rule."""
+    return _key(_global, kind, device)
+
+
+def global_seed() -> int:
+    return _global.seed
+
+
 def _size(size) -> tuple[int, ...]:
     if size is None:
         return (1,)
@@ -108,37 +118,31 @@ class RNG:
                      seed=self._stream.seed)
 
     def permutation(self, n: Union[int, Tensor], *, dtype: str = "int32") -> Tensor:
-        """A permutation of range(n) (int32, int16 or float32), or a copy of tensor `n`
-        shuffled along its first axis."""
+        """A permutation of range(n) (int32, int16 or float32; MegEngine's PermutationRNG),
+        or a copy of tensor `n` shuffled along its first axis (its ShuffleRNG)."""
         if isinstance(n, Tensor):
-            return self._shuffled(n, "permutation")
+            return self._shuffled(n)
         assert isinstance(n, int)
         assert n >= 0, "Permutation is not defined when n < 0"
         if dtype not in ("int32", "int16", "float32"):
             raise TypeError(f"permutation: dtype must be int32, int16 or float32; got {dtype}")
-        return self._order(n, "permutation").astype(dtype)
+        if n == 0:
+            return Tensor(np.zeros(0, dtype))
+        return apply("rng_permutation", _key(self._stream, "permutation", self._device),
+                     n=n, dtype=dtype, seed=self._stream.seed)
 
     def shuffle(self, inp: Tensor) -> None:
         """Shuffle `inp` in place along its first axis."""
-        out = self._shuffled(inp, "shuffle")
+        out = self._shuffled(inp)
         inp._value, inp._var, inp._owner = out._value, out._var, out._owner
         inp._version += 1
 
-    def _order(self, n: int, kind: str) -> Tensor:
-        """A random permutation of range(n): the order of n uniform draws (`kind`: whose
-        generator draws them, MegEngine's PermutationRNG or ShuffleRNG)."""
-        from .. import functional as F
-        if n == 0:
-            return Tensor(np.zeros(0, np.int32))
-        keys = apply("rng_uniform", _key(self._stream, kind, self._device), shape=(n,),
-                     seed=self._stream.seed)
-        return F.topk(keys, n)[1]
-
-    def _shuffled(self, inp: Tensor, kind: str) -> Tensor:
+    def _shuffled(self, inp: Tensor) -> Tensor:
         assert inp.size > 0, "size needs to be greater than 0"
         if inp.ndim == 0:       # MegEngine's ShuffleRNG sees a scalar as one element
             inp = inp.reshape((1,))
-        return inp[self._order(inp.shape[0], kind)]
+        return apply("rng_shuffle", _key(self._stream, "shuffle", self._device), inp,
+                     seed=self._stream.seed)[0]
 
 
 _default = RNG()

@@ -4,12 +4,16 @@ MegEngine 1.13 keeps one generator per kind of random op (uniform, normal, ...) 
 seed: eager draws of one kind advance only that kind's stream. In a compiled graph (a
 trace, a loaded .mge) each random operator has a generator of its own, started afresh
 from its seed, that advances on every run. `op_key` is the key of draw `n` of a `kind`
-for `seed`; the kind is folded into the seed word so that kinds draw different bits."""
+for `seed`; the kind is folded into the seed word so that kinds draw different bits.
+Both generators take each draw under a lock: threads calling one loaded model (or one
+RNG) at once each get a draw of their own, never the same counter twice."""
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
-KINDS = ("uniform", "normal", "gamma", "beta", "poisson", "permutation", "shuffle")
+KINDS = ("uniform", "normal", "gamma", "beta", "poisson", "permutation", "shuffle", "dropout")
 
 
 def _seed(seed: int) -> int:
@@ -31,12 +35,14 @@ class KeyStream:
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
+        self._lock = threading.Lock()
         self.seed = _seed(seed)
         self._counters: dict[str, int] = {}
 
     def next_key(self, kind: str) -> np.ndarray:
-        n = self._counters.get(kind, 0)
-        self._counters[kind] = n + 1
+        with self._lock:
+            n = self._counters.get(kind, 0)
+            self._counters[kind] = n + 1
         return op_key(self.seed, kind, n)
 
 
@@ -46,6 +52,7 @@ class OprKeys:
 
     def __init__(self, seed: int, kind: str):
         self.seed, self.kind, self.runs = _seed(seed), kind, 0
+        self._lock = threading.Lock()
 
     def first(self) -> np.ndarray:
         """The key of the call that traces the op (MegEngine's tracing run draws it from
@@ -53,6 +60,6 @@ class OprKeys:
         return op_key(self.seed, self.kind, 0)
 
     def next_key(self) -> np.ndarray:
-        key = op_key(self.seed, self.kind, self.runs)
-        self.runs += 1
-        return key
+        with self._lock:
+            n, self.runs = self.runs, self.runs + 1
+        return op_key(self.seed, self.kind, n)

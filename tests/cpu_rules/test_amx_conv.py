@@ -215,8 +215,11 @@ def test_direct_mode_leaves_winograd_its_convs(env, want, rng, monkeypatch):
     monkeypatch.setattr(lower.amx_conv, "conv2d_amx",
                         partial(amx_conv.conv2d_amx, emulate=True))
     real_init = lower._CpuLowering.__init__
-    monkeypatch.setattr(lower._CpuLowering, "__init__",
-                        lambda self, graph, amx=False: real_init(self, graph, True))
+
+    def as_on_an_amx_host(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.amx = True
+    monkeypatch.setattr(lower._CpuLowering, "__init__", as_on_an_amx_host)
     rules = []
     for n, c, hw, oc, stride in ((1, 64, 28, 64, 2), (1, 64, 14, 64, 1), (1, 512, 7, 512, 1)):
         x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)

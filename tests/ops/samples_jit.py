@@ -73,3 +73,38 @@ BAD = [
     ("rng_uniform", [(2,)], {"shape": (3,)}, "DTypeError", "int32[2]"),
     ("rng_normal", [(3,)], {"shape": (3,)}, "DTypeError", "int32[2]"),
 ]
+
+
+# rng_permutation / rng_shuffle (ops/random_perm.py): the order sorts (hash, position)
+def _order_ref(key, n):
+    return sorted(range(n), key=lambda i: (_bits(key, i), i))
+
+
+def _perm_ref(key, n, dtype="int32", seed=0):
+    return np.array(_order_ref(key, n)).astype(dtype)
+
+
+def _shuffle_ref(key, x, seed=0):
+    order = _order_ref(key, x.shape[0])
+    return np.stack([x[i] for i in order]), np.array(order, np.int32)
+
+
+SAMPLES += [
+    Sample("rng_permutation", _key(9, 2), {"n": 11}, _perm_ref),
+    Sample("rng_permutation", _key(0xFFFFFFFF, 7), {"n": 5, "dtype": "float32"}, _perm_ref,
+           tag="float32"),
+    Sample("rng_shuffle", lambda rng: [np.array([4, 1], np.int32),
+                                       rng.uniform(-1, 1, (6, 3)).astype(np.float32)],
+           {}, _shuffle_ref),
+]
+BAD += [("rng_shuffle", [(2,), ()], {}, "DTypeError", "int32[2]")]
+
+
+def _dropout_ref(key, x, drop_prob=0.5, seed=0):
+    keep = np.array([(_bits(key, i) >> 8) / 2.0 ** 24 >= drop_prob for i in range(x.size)])
+    return np.where(keep.reshape(x.shape), x / (1 - drop_prob), 0.0)
+
+
+SAMPLES += [Sample("rng_dropout", lambda rng: [np.array([3, 8], np.int32),
+                                              rng.uniform(-1, 1, (4, 5)).astype(np.float32)],
+                   {"drop_prob": 0.3}, _dropout_ref)]

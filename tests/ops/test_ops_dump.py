@@ -57,7 +57,8 @@ SIGN_AMBIGUOUS = {"svd"}
 # random ops: the file draws with MegEngine's generator from the opr's seed; the sample's
 # key input is not part of the file, so values differ by design (shape and dtype are
 # compared)
-RANDOM = {"rng_uniform", "rng_normal", "rng_gamma", "rng_beta", "rng_poisson"}
+RANDOM = {"rng_uniform", "rng_normal", "rng_gamma", "rng_beta", "rng_poisson", "rng_permutation",
+          "rng_shuffle", "rng_dropout"}
 
 # ops (or samples, by name) megtrace writes but cannot read back (checked: reading them
 # still fails); none at present

@@ -1,5 +1,7 @@
 """relay_bridge/cpu_tir_pipeline.py: the rules' kernels lower to the same TIR through
-megtrace's trimmed pipeline as through TVM's own, and only the rules' builds use it."""
+megtrace's trimmed pipeline as through TVM's own less the entry's argument checks, which
+are their only asserts (the VM checks main's arguments itself), and only the rules'
+builds use it."""
 import importlib
 
 import numpy as np
@@ -79,10 +81,37 @@ def test_the_rules_kernels_lower_as_through_tvms_pipeline(built_kernels):
     assert pipeline == cpu_tir_pipeline()
     tgt = resolve(None)
     assert len(tir_mod.functions) >= 6
+    skip_asserts = tvm().tirx.transform.SkipAssert()
     for gv, function in tir_mod.functions.items():
         ours = _lowered(function, gv, tir_mod.attrs, tgt, pipeline)
         tvms = _lowered(function, gv, tir_mod.attrs, tgt, "default")
-        assert tvm_ffi.structural_equal(ours, tvms), gv.name_hint
+        assert "assert" in tvms.script()                  # TVM's argument checks
+        assert "assert" not in ours.script(), gv.name_hint
+        assert tvm_ffi.structural_equal(ours, skip_asserts(tvms)), gv.name_hint
+
+
+def test_the_only_asserts_are_the_entrys_argument_checks(built_kernels):
+    """What the trimmed pipeline drops: every assert TVM's pipeline leaves in a rules'
+    build kernel comes before its compute scope (MakePackedAPI's checks of the
+    arguments), none from the kernel itself."""
+    graph, _, seen = built_kernels
+    compile_graph(graph, cache=False)
+    (tir_mod, _), = seen
+    tgt = resolve(None)
+    for gv, function in tir_mod.functions.items():
+        lines = _lowered(function, gv, tir_mod.attrs, tgt, "default").script().splitlines()
+        scope = next(i for i, line in enumerate(lines) if '"compute_scope"' in line)
+        checks = [i for i, line in enumerate(lines) if line.lstrip().startswith("assert ")]
+        assert checks and max(checks) < scope, gv.name_hint
+
+
+def test_wrong_arguments_are_still_refused_by_the_vm(built_kernels):
+    graph, x, _ = built_kernels
+    compiled = compile_graph(graph, cache=False)
+    assert compiled.pipeline == "cpu-rules"
+    for bad in (x[..., :-1], x.astype(np.float64), np.concatenate([x, x])):
+        with pytest.raises((RuntimeError, ValueError), match="Check failed"):
+            compiled(bad)
 
 
 def test_tvms_default_path_keeps_tvms_pipeline(built_kernels):
