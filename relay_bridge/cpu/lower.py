@@ -32,6 +32,7 @@ from .epilogue import Epilogue, blocked_output
 from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention, find_groups
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
+from .pool_grad import MaxPoolGrad, find_max_pool_grads, max_pool_grad_nchwc
 from .primfunc import plain_func
 from . import amx as amx_rule, amx_conv, attention as att, huge_pages, winograd
 from .views import trace_view
@@ -77,6 +78,12 @@ class _CpuLowering:
         self.group_at = {g.nodes[-1]: g for g in groups}
         self.absorbed = {n for g in groups for n in g.nodes[:-1]}
         self.anchored = {g.anchor: g for g in groups}
+        # max-pool VJPs (nodes not in any group): computed at their last node
+        self.pool_grad_at: dict[Node, MaxPoolGrad] = {}
+        for m in find_max_pool_grads(graph):
+            if not any(n in self.absorbed or n in self.group_at for n in m.nodes):
+                self.pool_grad_at[m.nodes[-1]] = m
+                self.absorbed.update(m.nodes[:-1])
         self.users = graph.users()
         self.fused: set[Node] = set()        # groups computed inside an earlier kernel
         # scores group -> (match, shape, bases, kernel, heads transpose) of a fused attention
@@ -106,6 +113,12 @@ class _CpuLowering:
 
     def _visit(self, node: Node) -> None:
         if node in self.fused:
+            return
+        grad = self.pool_grad_at.get(node)
+        if grad is not None:
+            if not self._try("max_pool_grad_nchw16c", lambda: self._max_pool_grad(grad)):
+                for n in grad.nodes:
+                    self._default(n)
             return
         group = self.group_at.get(node)
         if group in self.attention:
@@ -526,6 +539,20 @@ class _CpuLowering:
         self.blocked[out] = self._call(func, [self.blocked[x]],
                                        (n, L.blocks(c), oh, ow, L.BLOCK), "pool")
         self.used.append("pool_nchw16c")
+
+    def _max_pool_grad(self, m: MaxPoolGrad) -> None:
+        if m.x.type.ndim != 4:
+            raise NotApplicable
+        key = ("max_pool_grad", m.x.type.shape, m.kernel, m.stride, m.padding)
+        func = self.kernels.get(key)
+        if func is None:
+            func = self.kernels[key] = max_pool_grad_nchwc(m.x.type.shape, m.kernel,
+                                                           m.stride, m.padding)
+        n, c, h, w = m.x.type.shape
+        self.blocked[m.nodes[-1].outputs[0]] = self._call(
+            func, [self.get_blocked(v) for v in (m.x, m.y, m.g)],
+            (n, L.blocks(c), h, w, L.BLOCK), "max_pool_grad")
+        self.used.append("max_pool_grad_nchw16c")
 
     def _reduce_applies(self, node: Node) -> bool:
         if not self._blocked_input(node):
