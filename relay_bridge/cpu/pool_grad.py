@@ -72,16 +72,24 @@ def find_max_pool_grads(graph: Graph) -> list[MaxPoolGrad]:
             source = pads[0].outputs[0]
         # each tap compares a strided window patch of (padded) x with y
         start += [n for n in users.get(source, ()) if n.op.name == "subtensor"]
-        match = _grow(graph, users, order, start, x, y, kernel, stride, padding)
+        match = _grow(graph, users, order, start, source, x, y, kernel, stride, padding)
         if match is not None:
             found.append(match)
     return found
 
 
-def _grow(graph, users, order, start, x, y, kernel, stride, padding) -> MaxPoolGrad | None:
+def _grow(graph, users, order, start, source, x, y, kernel, stride,
+          padding) -> MaxPoolGrad | None:
+    """The nodes reachable from `start` through the VJP's ops, up to the crop back to
+    x's shape (a subtensor of x's type not reading `source`: the gradient; what uses it,
+    e.g. relu's backward, is no part of the VJP)."""
     nodes, todo = set(start), list(start)
     while todo:
-        for out in todo.pop().outputs:
+        node = todo.pop()
+        if node.op.name == "subtensor" and node.outputs[0].type == x.type and \
+                node.inputs[0] is not source:
+            continue
+        for out in node.outputs:
             for u in users.get(out, ()):
                 if u not in nodes and u.op.name in _VJP_OPS:
                     nodes.add(u)
