@@ -213,7 +213,9 @@ def _pool_lower(L, x, *, mode, kernel, stride, padding):
 def _pool_vjp(V, inputs, outputs, grads, *, mode, kernel, stride, padding):
     """Each output's gradient spread over its window (MegEngine's PoolingBackward): for max
     onto the window's elements equal to the maximum (all of them on ties, as MegEngine),
-    for average divided by the window's size (or its count without padding)."""
+    for average divided by the window's size (or its count without padding). The CPU
+    lowering recognises the max form's subgraph (relay_bridge/cpu/pool_grad.py: -inf pad,
+    per tap where(patch == y, g, 0), shifted sums, crop) and computes it on NCHW16c."""
     (x,), (y,), (g,) = inputs, outputs, grads
     n, c, h, w = x.shape
     oh, ow = y.shape[2:]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from megtrace.ir import Graph, Node, Var
 
 from .._tvm import tvm
@@ -114,7 +116,21 @@ def _grow(graph, users, order, start, source, x, y, kernel, stride,
     if names.count("eq") != taps or names.count("where") != taps or \
             names.count("subtensor") not in (taps, taps + 1):
         return None
-    return MaxPoolGrad(x, y, grads[0], kernel, stride, padding, tuple(ordered))
+    g = grads[0]
+    producer = {v: n for n in ordered for v in n.outputs}
+    for n in ordered:           # eq(patch of (padded) x, y) and where(that, g, 0) only
+        if n.op.name == "eq":
+            patch = producer.get(n.inputs[0])
+            if n.inputs[1] is not y or patch is None or patch.op.name != "subtensor" or \
+                    patch.inputs[0] is not source:
+                return None
+        if n.op.name == "where":
+            cond, value, other = n.inputs
+            zero = graph.consts.get(other)
+            if value is not g or producer.get(cond) is None or \
+                    producer[cond].op.name != "eq" or zero is None or np.any(zero != 0):
+                return None
+    return MaxPoolGrad(x, y, g, kernel, stride, padding, tuple(ordered))
 
 
 def max_pool_grad_nchwc(shape: tuple[int, int, int, int], kernel: tuple[int, int],
