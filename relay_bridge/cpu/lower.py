@@ -543,11 +543,11 @@ class _CpuLowering:
     def _max_pool_grad(self, m: MaxPoolGrad) -> None:
         if m.x.type.ndim != 4:
             raise NotApplicable
-        key = ("max_pool_grad", m.x.type.shape, m.kernel, m.stride, m.padding)
+        key = ("max_pool_grad", m.x.type.shape, m.kernel, m.stride, m.padding, m.relu)
         func = self.kernels.get(key)
         if func is None:
             func = self.kernels[key] = max_pool_grad_nchwc(m.x.type.shape, m.kernel,
-                                                           m.stride, m.padding)
+                                                           m.stride, m.padding, m.relu)
         n, c, h, w = m.x.type.shape
         self.blocked[m.nodes[-1].outputs[0]] = self._call(
             func, [self.get_blocked(v) for v in (m.x, m.y, m.g)],

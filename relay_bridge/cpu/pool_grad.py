@@ -11,7 +11,7 @@ vectorised over the 16 channels of a block, without a padded copy.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,7 @@ class MaxPoolGrad:
     stride: tuple[int, int]
     padding: tuple[int, int]
     nodes: tuple[Node, ...]
+    relu: bool = False      # the gradient goes on through x = relu(.)'s backward too
 
 
 def _neg_inf_pad(node: Node, x: Var, padding: tuple[int, int]) -> bool:
@@ -76,8 +77,34 @@ def find_max_pool_grads(graph: Graph) -> list[MaxPoolGrad]:
         start += [n for n in users.get(source, ()) if n.op.name == "subtensor"]
         match = _grow(graph, users, order, start, source, x, y, kernel, stride, padding)
         if match is not None:
-            found.append(match)
+            found.append(_with_relu_backward(graph, users, order, match))
     return found
+
+
+def _is_zero(graph: Graph, v: Var) -> bool:
+    value = graph.consts.get(v)
+    return value is not None and not np.any(value != 0)
+
+
+def _with_relu_backward(graph, users, order, m: MaxPoolGrad) -> MaxPoolGrad:
+    """`m` extended by where(gt(x, 0), gradient, 0) when that is the gradient's only
+    use: relu's backward (x = relu(.) in ResNet's stem), whose mask reads the x the
+    kernel loads anyway, so the gradient is not unpacked and packed again for it."""
+    out = m.nodes[-1].outputs[0]
+    uses = users.get(out, ())
+    if len(uses) != 1 or uses[0].op.name != "where" or out in graph.outputs:
+        return m
+    where = uses[0]
+    cond, value, other = where.inputs
+    gt = next((n for n in graph.nodes if cond in n.outputs), None)
+    if value is not out or not _is_zero(graph, other) or gt is None or \
+            gt.op.name != "gt" or gt.inputs[0] is not m.x or \
+            not _is_zero(graph, gt.inputs[1]) or len(users.get(cond, ())) != 1:
+        return m
+    nodes = tuple(sorted(m.nodes + (gt, where), key=order.__getitem__))
+    if nodes[-1] is not where:
+        return m
+    return replace(m, nodes=nodes, relu=True)
 
 
 def _grow(graph, users, order, start, source, x, y, kernel, stride,
@@ -134,8 +161,10 @@ def _grow(graph, users, order, start, source, x, y, kernel, stride,
 
 
 def max_pool_grad_nchwc(shape: tuple[int, int, int, int], kernel: tuple[int, int],
-                        stride: tuple[int, int], padding: tuple[int, int]):
-    """Scheduled PrimFunc (x, y, g blocked; gradient of x blocked). Input row h is
+                        stride: tuple[int, int], padding: tuple[int, int],
+                        relu: bool = False):
+    """Scheduled PrimFunc (x, y, g blocked; gradient of x blocked, zero where x <= 0
+    with `relu`). Input row h is
     covered by output rows q = (h + ph) // sh - a, a < ceil(kh / sh), where
     0 <= q < oh and h + ph - q * sh < kh; likewise for columns."""
     te, t = tvm().te, tvm().tirx
@@ -165,7 +194,7 @@ def max_pool_grad_nchwc(shape: tuple[int, int, int, int], kernel: tuple[int, int
             for qz, okz in covering(zz, pw, sw, kw, ow):
                 hit = t.Select(v == y[i, cc, qy, qz, ci], g[i, cc, qy, qz, ci], zero)
                 total = total + te.if_then_else(t.all(oky, okz), hit, zero)
-        return total
+        return t.Select(v > zero, total, zero) if relu else total
     out = te.compute((n, cb, h, w, BLOCK), grad, name="grad")
 
     def schedule(sch):
