@@ -1,10 +1,11 @@
 """`F.nn.multi_head_attention`: MegEngine 1.13's multi-head attention with its packed
-`io_weight_bias` parameter, composed of matmuls, softmax and elementwise ops so that it
-traces, compiles and dumps as those oprs.
+`io_weight_bias` parameter.
 
 MegEngine 1.13's CPU runs its MultiHeadAttn op through a proxy kernel; this computation
-matches it (tests/modelfile/test_mha_dump.py, golden data from real MegEngine), and a
-MegEngine dump's MultiHeadAttn opr is read as these ops (fbs/read_mha.py). The packed
+matches it (tests/modelfile/test_mha_dump.py, golden data from real MegEngine). The plain
+form (no masks, no attention weights returned, no dropout) is one `multi_head_attn` op
+(ops/attention.py), dumped as MegEngine's MultiHeadAttn opr and read back from it
+(fbs/read_mha.py); the other forms are composed of the ops below. The packed
 parameter holds, in this order, the query, key, value and output projection weights,
 then the query, key, value and output biases (each present only when its projection
 size is nonzero, and a bias only when its flag is set). A projection is Y = X @ W + B
@@ -18,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..dispatch import apply
 from ..tensor import Tensor
 from .elemwise import add, mul
 from .nn import dropout, matmul, softmax
@@ -86,6 +88,18 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
     mask = _merged_mask(attn_mask, key_padding_mask, query, key, is_causal, num_heads)
 
     dims = (query.shape[2], key.shape[2], value.shape[2], sizes["v"])
+    packed = sum(d * sizes[c] for d, c in zip(dims, "qkvo")) + \
+        sum(sizes[c] for c, flag in zip("qkvo", (qbias, kbias, vbias, obias)) if flag)
+    plain = (mask is None and not need_weights and
+             not (training and (attn_drop > 0 or out_drop > 0)) and
+             tuple(io_weight_bias.shape) == (1, packed) and
+             all(t.dtype == np.float32 for t in (query, key, value, io_weight_bias)))
+    if plain:       # one op, dumped as MegEngine's MultiHeadAttn (ops/attention.py)
+        out = apply("multi_head_attn", query, key, value, io_weight_bias, num_heads=num_heads,
+                    **{f"{c}proj_size": sizes[c] for c in "qkvo"}, qbias=bool(qbias),
+                    kbias=bool(kbias), vbias=bool(vbias), obias=bool(obias),
+                    sm_scaler=(embed_dim // num_heads) ** -0.5)
+        return out, None
     q_w, k_w, v_w, o_w, q_b, k_b, v_b, o_b = _unpack(io_weight_bias, dims, sizes,
                                                       (qbias, kbias, vbias, obias))
     n, length, source = query.shape[0], query.shape[1], key.shape[1]

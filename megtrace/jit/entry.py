@@ -12,6 +12,12 @@ from ..ir import Graph, Var
 from ..ops import OpDef
 
 
+# Marks, in `TraceEntry.replay_checks`, an input fed on every call: the value its tensor
+# holds now is what the compiled graph gets, whatever object holds it and however often
+# it changed (MegEngine checks only that it is external, of the traced dtype and shape).
+FEED = object()
+
+
 @dataclass
 class TapeItem:
     """One op application, in call order (folded ones too)."""
@@ -77,10 +83,13 @@ class TraceEntry:
     def replay_checks(self) -> list[tuple]:
         """Per tape item: (op, raw_params, ((input var, captured), ...), outputs), where
         `captured` is (weakref, version) of the captured outside tensor the input was
-        traced on, (None, (shape, value)) for a one-element constant (`x / 8.0`: the
-        value as a Python number), else None; precomputed once so that a replay checks
-        an op, recognises an unchanged module parameter and compares a scalar constant
-        without looking anything up."""
+        traced on, (FEED, (shape, dtype)) for an input the graph is fed on every call
+        (an "external" outside tensor: a parameter, a momentum buffer, BatchNorm's
+        running statistics, which a traced training step itself assigns every call; a
+        "fed" one: an optimizer's lr), (None, (shape, value)) for a one-element constant
+        (`x / 8.0`: the value as a Python number), else None; precomputed once so that a
+        replay checks an op, recognises an unchanged module parameter, feeds an outside
+        tensor and compares a scalar constant without looking anything up."""
         if self._captured is None:
             def check(var):
                 source = self.sources.get(var)
@@ -88,6 +97,8 @@ class TraceEntry:
                     return None
                 if source.kind == "captured":
                     return (source.tensor, source.version)
+                if source.kind in ("external", "fed") and var.type.quant is None:
+                    return (FEED, (var.type.shape, np.dtype(var.type.dtype)))
                 if source.kind == "const":
                     value = self.const_value(var)
                     if value is not None and value.size == 1 and value.dtype.kind in "biuf" \

@@ -22,7 +22,7 @@ from ..ops import OpDef
 from ..symbolic import dims_of, elems_of, key
 from ..device import as_device
 from ..tensor import Tensor
-from .entry import TapeItem, TraceEntry, materialize
+from .entry import FEED as _FEED, TapeItem, TraceEntry, materialize
 from .hints import branch_hint, constant_hint
 from .location import user_location
 
@@ -127,13 +127,15 @@ class Replayer:
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
         """The op must be the tape's next one, on the same kinds of values. The common
         case (same op and params, inputs the values the tape names, the unchanged
-        captured parameters or one-element constants of the traced value) is checked
-        inline; anything else takes `_check`, which raises MegEngine's error or accepts
-        the new value."""
+        captured parameters, outside tensors fed to the graph (a parameter the last call
+        updated) of the traced shape and dtype, or one-element constants of the traced
+        value) is checked inline; anything else takes `_check`, which raises MegEngine's
+        error or accepts the new value."""
         index = self.pc
         checks = self._checks
         if index < len(checks):
             item_op, raw_params, expected, outs = checks[index]
+            fed = self._fed
             if op is item_op and params == raw_params and len(inputs) == len(expected):
                 for t, (var, cap) in zip(inputs, expected):
                     owner = t._owner
@@ -142,7 +144,15 @@ class Replayer:
                             continue
                     elif cap is not None and owner is None:
                         ref, seen = cap
-                        if ref is not None:         # a captured parameter, unchanged
+                        if ref is _FEED:    # fed: a parameter the last call assigned
+                            value = t._value
+                            if value is not None and value.shape == seen[0] and \
+                                    value.dtype == seen[1]:
+                                # _check_input's verdict and its feed (no overlapped
+                                # run to drop: a graph with externals starts none)
+                                fed[var] = value
+                                continue
+                        elif ref is not None:       # a captured parameter, unchanged
                             if ref() is t and t._version == seen:
                                 continue
                         else:   # a one-element constant given again: _equal's verdict

@@ -20,6 +20,7 @@ from . import region_conv  # noqa: F401  (F.nn.region_restricted_conv)
 from . import complex  # noqa: F401  (complex64: F.polar, eager only)
 from . import norm13  # noqa: F401  (GeneralNorm, LRN: F.nn.general_norm, local_response_norm)
 from . import recurrent  # noqa: F401  (RNNForward, LSTMForward: M.RNN, M.LSTM)
+from . import attention  # noqa: F401  (MultiHeadAttn: F.nn.multi_head_attention)
 from .registry import (NOT_DIFFERENTIABLE, MgeChoice, MgeComposite, MgeOpr, OpDef, all_ops, get,
                        register)
 

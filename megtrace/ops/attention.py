@@ -1,0 +1,160 @@
+"""`multi_head_attn`: F.nn.multi_head_attention's plain form (no masks, no bias_kv, no
+dropout) as one op, written as MegEngine 1.13's MultiHeadAttn opr (MegEngine dumps
+M.MultiHeadAttention so, and its Lite runs that opr on x86 through its proxy kernel).
+
+Inputs are MegEngine's: query (N, L, Eq), key (N, S, Ek), value (N, S, Ev) and the packed
+`io_weight_bias` (1, total): the q, k, v, o weights ((in, proj) each, Y = X @ W), then the
+biases the flags ask for. Heads split the projections into `num_heads` consecutive
+chunks; scores are scaled by `sm_scaler`. Reading MegEngine's files goes through
+fbs/read_mha.py, which also takes the forms this op does not.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..ir import TensorType
+from .registry import MgeComposite, MgeOpr, OpDef, register
+
+_PARAMS = {"num_heads": 1, "qproj_size": 1, "kproj_size": 1, "vproj_size": 1, "oproj_size": 1,
+           "qbias": False, "kbias": False, "vbias": False, "obias": False, "sm_scaler": 1.0}
+
+
+def _layout(dims, p) -> list:
+    """(offset, shape) of the eight parts of the packed buffer (None where absent)."""
+    sizes = [p[f"{c}proj_size"] for c in "qkvo"]
+    shapes = [(d, s) for d, s in zip(dims, sizes)]
+    shapes += [(s,) if p[f"{c}bias"] else None for c, s in zip("qkvo", sizes)]
+    out, at = [], 0
+    for shape in shapes:
+        if shape is None:
+            out.append(None)
+            continue
+        out.append((at, shape))
+        at += int(np.prod(shape))
+    return out + [at]
+
+
+def _infer(q, k, v, w, **p):
+    for t in (q, k, v, w):
+        if t.dtype != "float32":
+            raise DTypeError(f"multi_head_attn: inputs must be float32; got {t}")
+    if q.ndim != 3 or k.ndim != 3 or v.ndim != 3 or k.shape[:2] != v.shape[:2] or \
+            q.shape[0] != k.shape[0]:
+        raise ShapeError(f"multi_head_attn: expected query (N, L, E), key and value "
+                         f"(N, S, E); got {q}, {k}, {v}")
+    h = p["num_heads"]
+    if p["qproj_size"] != p["kproj_size"] or p["qproj_size"] % h or p["vproj_size"] % h:
+        raise ShapeError(f"multi_head_attn: projection sizes {p['qproj_size']}, "
+                         f"{p['kproj_size']}, {p['vproj_size']} do not split into {h} heads")
+    total = _layout((q.shape[2], k.shape[2], v.shape[2], p["vproj_size"]), p)[-1]
+    if w.shape != (1, total):
+        raise ShapeError(f"multi_head_attn: io_weight_bias must be (1, {total}); got {w}")
+    return TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
+
+
+# -- one computation for NumPy and Relax ------------------------------------------------------
+def _compute(ops, q, k, v, w, shapes, p):
+    n, length, source = shapes[0][0], shapes[0][1], shapes[1][1]
+    h = p["num_heads"]
+    dims = (shapes[0][2], shapes[1][2], shapes[2][2], p["vproj_size"])
+    layout = _layout(dims, p)[:-1]
+    flat = ops.reshape(w, (-1,))
+    parts = [None if e is None else ops.piece(flat, e[0], e[1]) for e in layout]
+
+    def project(x, t, wt, b):
+        y = ops.matmul(ops.reshape(x, (n * t, wt[1])), parts[wt[0]])
+        if b is not None:
+            y = ops.add(y, parts[b])
+        return y
+
+    def split(y, t, size):
+        y = ops.transpose(ops.reshape(y, (n, t, h, size // h)), (0, 2, 1, 3))
+        return ops.reshape(y, (n * h, t, size // h))
+    sizes = [p[f"{c}proj_size"] for c in "qkvo"]
+    qh = split(project(q, length, (0, dims[0]), 4 if p["qbias"] else None), length, sizes[0])
+    kh = split(project(k, source, (1, dims[1]), 5 if p["kbias"] else None), source, sizes[1])
+    vh = split(project(v, source, (2, dims[2]), 6 if p["vbias"] else None), source, sizes[2])
+    probs = ops.softmax(ops.scale(ops.matmul(qh, ops.transpose(kh, (0, 2, 1))), p["sm_scaler"]))
+    heads = ops.matmul(probs, vh)
+    merged = ops.reshape(ops.transpose(ops.reshape(heads, (n, h, length, sizes[2] // h)),
+                                       (0, 2, 1, 3)), (n, length, sizes[2]))
+    out = project(merged, length, (3, sizes[2]), 7 if p["obias"] else None)
+    return ops.reshape(out, (n, length, sizes[3]))
+
+
+class _NumPy:
+    reshape = staticmethod(lambda a, s: a.reshape(s))
+    piece = staticmethod(lambda f, at, s: f[at:at + int(np.prod(s))].reshape(s))
+    matmul = staticmethod(np.matmul)
+    add = staticmethod(np.add)
+    transpose = staticmethod(np.transpose)
+    scale = staticmethod(lambda a, c: a * np.float32(c))
+
+    @staticmethod
+    def softmax(a):
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+class _Relax:
+    def __init__(self, L):
+        self.R, self.L = L.R, L
+
+    def reshape(self, a, s):
+        return self.R.reshape(a, s)
+
+    def piece(self, f, at, s):
+        n = int(np.prod(s))
+        return self.R.reshape(self.R.strided_slice(f, axes=[0], begin=[at], end=[at + n]), s)
+
+    def matmul(self, a, b):
+        return self.R.matmul(a, b)
+
+    def add(self, a, b):
+        return self.R.add(a, b)
+
+    def transpose(self, a, perm):
+        return self.R.permute_dims(a, list(perm))
+
+    def scale(self, a, c):
+        return self.R.multiply(a, self.L.const(c, "float32"))
+
+    def softmax(self, a):
+        return self.R.nn.softmax(a, axis=-1)
+
+
+def _eager(q, k, v, w, **p):
+    return _compute(_NumPy, q, k, v, w, [q.shape, k.shape, v.shape], p).astype(q.dtype)
+
+
+def _lower(L, q, k, v, w, **p):
+    return _compute(_Relax(L), q, k, v, w, [t.shape for t in L.types[:3]], p)
+
+
+def _vjp(V, inputs, outputs, grads, **p):
+    """Recompute the forward in Tensor ops, then walk it back by hand."""
+    from .attention_vjp import attention_vjp
+    return attention_vjp(V, inputs, grads[0], p, _layout)
+
+
+def _fields(p: dict) -> dict:
+    return {"num_heads": p["num_heads"], "qproj_size": p["qproj_size"],
+            "kproj_size": p["kproj_size"], "vproj_size": p["vproj_size"],
+            "oproj_size": p["oproj_size"], "qbias": p["qbias"], "kbias": p["kbias"],
+            "vbias": p["vbias"], "obias": p["obias"], "sm_scaler": p["sm_scaler"],
+            "training": False}
+
+
+MULTI_HEAD_ATTN = MgeOpr("MultiHeadAttn", "MultiHeadAttn", outputs=4, fields=_fields,
+                         decode=lambda f: {k: f[k] for k in _PARAMS})
+
+
+def _emit(em, types, p, inputs):
+    fields = {**_fields(p), "embeding_size": types[0].shape[2], "k_size": types[1].shape[2],
+              "v_size": types[2].shape[2]}
+    return em.opr(MULTI_HEAD_ATTN, fields, inputs)
+
+
+register(OpDef("multi_head_attn", eager=_eager, infer=_infer, lower=_lower, params=_PARAMS,
+               mge=MgeComposite(_emit), opaque_in_optimize=True, vjp=_vjp))

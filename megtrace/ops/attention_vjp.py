@@ -1,0 +1,57 @@
+"""The VJP of `multi_head_attn` (ops/attention.py) in Tensor operations: the forward is
+recomputed, then each stage is walked back (output projection, head merge, softmax
+probabilities times values, the scaled scores' softmax, the three input projections);
+the packed parameter's gradient is its parts' gradients in the packed order."""
+from __future__ import annotations
+
+
+def attention_vjp(V, inputs, g, p, layout):
+    F = V.F
+    q, k, v, w = inputs
+    n, length, source = q.shape[0], q.shape[1], k.shape[1]
+    h, c = p["num_heads"], p["sm_scaler"]
+    dims = (q.shape[2], k.shape[2], v.shape[2], p["vproj_size"])
+    entries = layout(dims, p)[:-1]
+    flat = w.reshape(-1)
+    parts = [None if e is None else flat[e[0]:e[0] + e[1][0] * (e[1][1] if len(e[1]) > 1
+                                                                 else 1)].reshape(e[1])
+             for e in entries]
+    sizes = [p[f"{ch}proj_size"] for ch in "qkvo"]
+
+    def split(y, t, size):
+        y = y.reshape(n, t, h, size // h).transpose((0, 2, 1, 3))
+        return y.reshape(n * h, t, size // h)
+
+    def merge(y, t, size):
+        return y.reshape(n, h, t, size // h).transpose((0, 2, 1, 3)).reshape(n * t, size)
+
+    xs = [q.reshape(n * length, dims[0]), k.reshape(n * source, dims[1]),
+          v.reshape(n * source, dims[2])]
+    lens = (length, source, source)
+    proj = []
+    for i in range(3):
+        y = F.matmul(xs[i], parts[i])
+        proj.append(y if parts[4 + i] is None else y + parts[4 + i])
+    qh, kh, vh = (split(proj[i], lens[i], sizes[i]) for i in range(3))
+    probs = F.softmax(F.matmul(qh, kh, transpose_b=True) * c, axis=-1)
+    merged = merge(F.matmul(probs, vh), length, sizes[2])
+
+    g2 = g.reshape(n * length, sizes[3])
+    d_parts = [None] * 8
+    d_parts[3] = F.matmul(merged, g2, transpose_a=True)
+    d_parts[7] = F.sum(g2, axis=0) if parts[7] is not None else None
+    d_heads = split(F.matmul(g2, parts[3], transpose_b=True), length, sizes[2])
+    d_probs = F.matmul(d_heads, vh, transpose_b=True)
+    d_vh = F.matmul(probs, d_heads, transpose_a=True)
+    d_scores = probs * (d_probs - F.sum(d_probs * probs, axis=-1, keepdims=True)) * c
+    d_qh = F.matmul(d_scores, kh)
+    d_kh = F.matmul(d_scores, qh, transpose_a=True)
+    d_x = []
+    for i, d in enumerate((d_qh, d_kh, d_vh)):
+        d2 = merge(d, lens[i], sizes[i])
+        d_parts[i] = F.matmul(xs[i], d2, transpose_a=True)
+        if parts[4 + i] is not None:
+            d_parts[4 + i] = F.sum(d2, axis=0)
+        d_x.append(F.matmul(d2, parts[i], transpose_b=True).reshape(inputs[i].shape))
+    dw = F.concat([d.reshape(-1) for d in d_parts if d is not None], axis=0)
+    return (*d_x, dw.reshape(tuple(w.shape)))

@@ -1,0 +1,50 @@
+"""Samples for multi_head_attn (MegEngine 1.13's MultiHeadAttn). The reference loops over
+batch rows and heads in float64, slicing the packed weights by running offset."""
+from __future__ import annotations
+
+import numpy as np
+
+from .samples import Sample, f32
+
+
+def _mha_ref(q, k, v, w, *, num_heads, qproj_size, kproj_size, vproj_size, oproj_size,
+             qbias=False, kbias=False, vbias=False, obias=False, sm_scaler=1.0):
+    flat, pos = w.reshape(-1).astype(np.float64), 0
+
+    def take(*shape):
+        nonlocal pos
+        size = int(np.prod(shape))
+        pos += size
+        return flat[pos - size:pos].reshape(shape)
+    ws = [take(x.shape[2], s) for x, s in ((q, qproj_size), (k, kproj_size), (v, vproj_size))]
+    ws.append(take(vproj_size, oproj_size))
+    bs = [take(s) if flag else 0.0 for s, flag in ((qproj_size, qbias), (kproj_size, kbias),
+                                                   (vproj_size, vbias), (oproj_size, obias))]
+    out = np.zeros((q.shape[0], q.shape[1], oproj_size))
+    dq, dv = qproj_size // num_heads, vproj_size // num_heads
+    for b in range(q.shape[0]):
+        qp, kp, vp = (x[b].astype(np.float64) @ ws[i] + bs[i] for i, x in enumerate((q, k, v)))
+        heads = []
+        for hd in range(num_heads):
+            s = qp[:, hd * dq:(hd + 1) * dq] @ kp[:, hd * dq:(hd + 1) * dq].T * sm_scaler
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            heads.append((e / e.sum(axis=1, keepdims=True)) @ vp[:, hd * dv:(hd + 1) * dv])
+        out[b] = np.concatenate(heads, axis=1) @ ws[3] + bs[3]
+    return out
+
+
+_SELF = {"num_heads": 2, "qproj_size": 4, "kproj_size": 4, "vproj_size": 4, "oproj_size": 4,
+         "qbias": True, "kbias": True, "vbias": True, "obias": True, "sm_scaler": 0.5 ** 0.5}
+_CROSS = {"num_heads": 3, "qproj_size": 6, "kproj_size": 6, "vproj_size": 3, "oproj_size": 5,
+          "sm_scaler": 0.4}
+
+SAMPLES = [
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 3, 4)(r), f32(2, 3, 4)(r),
+                                         f32(1, 4 * 16 + 16)(r)], _SELF, _mha_ref),
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 5, 3)(r), f32(2, 5, 2)(r),
+                                         f32(1, 24 + 18 + 6 + 15)(r)], _CROSS, _mha_ref,
+           tag="cross-nobias"),
+]
+
+BAD = [("multi_head_attn", [(2, 3, 4), (2, 3, 4), (2, 3, 4), (1, 7)], _SELF, "ShapeError",
+        "io_weight_bias")]
