@@ -20,6 +20,7 @@ from .. import dispatch
 from ..dispatch import recording
 from ..dtype import name_of
 from ..errors import TraceError
+from ..gc_pause import collector_paused
 from ..ir import Graph, Var
 from ..tensor import Tensor
 from . import overlap
@@ -293,10 +294,12 @@ class trace:
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
-        with recording(rep):
-            result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
-        leaves, tree = flatten_outputs(result)
-        values = rep.finish(leaves)
+        # no collector passes while the step's temporaries are alive (gc_pause.py)
+        with collector_paused():
+            with recording(rep):
+                result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
+            leaves, tree = flatten_outputs(result)
+            values = rep.finish(leaves)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _run_entry(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]) -> dict[Var, np.ndarray]:
