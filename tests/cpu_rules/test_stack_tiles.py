@@ -1,5 +1,5 @@
-"""Per-tile accumulators of the depthwise and pooling rules are stack arrays, not
-TVMBackendAllocWorkspace calls, and their results still match float64 NumPy.
+"""Per-tile accumulators of the conv, depthwise, pooling and GEMV rules are stack arrays,
+not TVMBackendAllocWorkspace calls, and depthwise results still match float64 NumPy.
 
 TVM 0.27 hands a CPU kernel's "local" buffers to TVMBackendAllocWorkspace (the heap),
 one call per output tile, and only "global" ones under 1 KB to the stack. Measured on
@@ -14,6 +14,8 @@ from conftest import rel_err
 from megtrace.ir import Graph, TensorType
 from megtrace.ops import get
 from megtrace.relay_bridge import compile_graph
+from megtrace.relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
+from megtrace.relay_bridge.cpu.dense import DenseShape, dense_packed
 from megtrace.relay_bridge.cpu.depthwise import DepthwiseShape, depthwise_nchwc
 from megtrace.relay_bridge.cpu.pool import pool_nchwc
 
@@ -36,6 +38,20 @@ def workspace_allocations(func) -> list[tuple[str, int]]:
 def test_depthwise_tile_is_on_the_stack():
     shape = DepthwiseShape(1, 96, 28, 28, 96, 3, 3, (1, 1), (1, 1), True)
     assert workspace_allocations(depthwise_nchwc(shape)) == []
+
+
+@pytest.mark.parametrize("shape", [
+    ConvShape(1, 3, 224, 224, 64, 7, 7, (2, 2), (3, 3), False),    # ResNet-18's stem
+    ConvShape(1, 128, 28, 28, 256, 1, 1, (2, 2), (0, 0), True),    # a 1x1 downsample
+    ConvShape(1, 96, 14, 14, 576, 1, 1, (1, 1), (0, 0), True)])    # a MobileNetV2 1x1
+def test_conv_tile_is_on_the_stack(shape):
+    """Only the padded input copy (hundreds of KB, once per call) stays a workspace."""
+    assert [name for name, _ in workspace_allocations(conv2d_nchwc(shape))] in ([], ["pad"])
+
+
+def test_gemv_tile_is_on_the_stack():
+    assert DenseShape(1, 512, 1000).tile == (1, 64)
+    assert workspace_allocations(dense_packed(DenseShape(1, 512, 1000))) == []
 
 
 def test_pool_tile_is_on_the_stack():
