@@ -155,7 +155,10 @@ class trace:
             leaves = [values[v] if v in values else _source_value(entry, v, feeds)
                       for v in entry.out_vars]
             return rebuild_outputs(entry.out_tree, [Tensor._wrap(v) for v in leaves])
-        return self._replay(entry, args, kwargs, feeds, bindings)
+        # no collector passes while the step's temporaries are alive (gc_pause.py); the
+        # collector comes back once _replay's frame, the Replayer with it, is gone
+        with collector_paused():
+            return self._replay(entry, args, kwargs, feeds, bindings)
 
     def _lookup(self, bindings) -> TraceEntry | None:
         if not self._entries:
@@ -294,12 +297,10 @@ class trace:
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]
         kwargs = {k: proxies.get(f"kwarg_{k}", v) for k, v in kwargs.items()}
-        # no collector passes while the step's temporaries are alive (gc_pause.py)
-        with collector_paused():
-            with recording(rep):
-                result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
-            leaves, tree = flatten_outputs(result)
-            values = rep.finish(leaves)
+        with recording(rep):
+            result = shape_elements_as_tensors(self.__wrapped__(*args, **kwargs))
+        leaves, tree = flatten_outputs(result)
+        values = rep.finish(leaves)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _run_entry(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]) -> dict[Var, np.ndarray]:
