@@ -20,6 +20,8 @@ Relax executable are called only by its VM, with buffers it allocated from the m
 static shapes or received through `main`, whose arguments it checks itself (shape,
 dtype: `vm.builtin.check_tensor_info`/`match_shape`); the kernels have no asserts of
 their own (tests/perf/test_cpu_tir_pipeline.py), and their code is unchanged.
+
+And stack_tiles.py's pass, after StorageRewrite: 1 KB register tiles stay on the stack.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from ._tvm import tvm
+from .stack_tiles import stack_tiles
 
 NAME = "megtrace_cpu"
 
@@ -53,7 +56,8 @@ def _passes(config: Any) -> list:
         passes.append(x.CommonSubexprElim())
     if bool(config.get("tirx.instrument_lwp", False)):
         passes.append(s.InstrumentProfileIntrinsics())
-    return passes + [x.FP8ComputeLegalize(), x.VerifyMemory(), x.AnnotateEntryFunc(),
+    return passes + [stack_tiles(), x.FP8ComputeLegalize(), x.VerifyMemory(),
+                     x.AnnotateEntryFunc(),
                      x.SplitHostDevice(), x.MakePackedAPI(), x.SkipAssert(),
                      x.FP8StorageLegalize(), x.BF16StorageLegalize()]
 

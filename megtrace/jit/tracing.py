@@ -20,6 +20,7 @@ from .. import dispatch
 from ..dispatch import recording
 from ..dtype import name_of
 from ..errors import TraceError
+from ..gc_pause import collector_paused
 from ..ir import Graph, Var
 from ..tensor import Tensor
 from . import overlap
@@ -154,7 +155,10 @@ class trace:
             leaves = [values[v] if v in values else _source_value(entry, v, feeds)
                       for v in entry.out_vars]
             return rebuild_outputs(entry.out_tree, [Tensor._wrap(v) for v in leaves])
-        return self._replay(entry, args, kwargs, feeds, bindings)
+        # no collector passes while the step's temporaries are alive (gc_pause.py); the
+        # collector comes back once _replay's frame, the Replayer with it, is gone
+        with collector_paused():
+            return self._replay(entry, args, kwargs, feeds, bindings)
 
     def _lookup(self, bindings) -> TraceEntry | None:
         if not self._entries:

@@ -62,7 +62,7 @@ def pool_nchwc(shape: tuple[int, int, int, int], mode: str, kernel: tuple[int, i
         sch.reorder(i, cc, y, z, r0, r1, ci)
         par = sch.fuse(i, cc, y)
         parallel_if(sch, par, n * cb * oh * ow * BLOCK * kh * kw)
-        sch.set_scope(b, 0, "local")
+        sch.set_scope(b, 0, "global")     # on the stack, not the heap: see depthwise.py
         o = sch.get_sblock("out")
         sch.reverse_compute_at(o, z)
         sch.vectorize(ci)

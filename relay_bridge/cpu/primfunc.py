@@ -91,7 +91,9 @@ def schedule_register_tile(sch, blk, batch: list, i, j, kk, mr: int, nr: int, ku
     sch.reorder(*batch, jo, io, ko, kin, ii, ji)
     par = sch.fuse(*batch, jo, io)
     parallel_if(sch, par, flops // 2)
-    sch.set_scope(blk, 0, "local")
+    # "global": a tile under 1 KB (the 1 x 64 GEMV one) is then a stack array, not a
+    # TVMBackendAllocWorkspace call per tile; the 8 x 32 GEMM tile is 1 KB, heap either way
+    sch.set_scope(blk, 0, "global")
     o = sch.get_sblock("out")
     sch.reverse_compute_at(o, par)
     sch.vectorize(ji)
