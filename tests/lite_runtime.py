@@ -84,35 +84,72 @@ def run_model(model: str | os.PathLike, inputs: dict[str, np.ndarray],
 
 
 def run_models(jobs: list[tuple[str | os.PathLike, dict[str, np.ndarray]]],
-               timeout: float = 600) -> list[dict[str, np.ndarray] | str]:
+               timeout: float = 1200, stall: float = 45) -> list[dict[str, np.ndarray] | str]:
     """Run many models in one Lite process; for each, its outputs by name or the error
-    text Lite gave when it refused the model."""
+    text Lite gave when it refused the model. A model on which Lite makes no progress for
+    `stall` seconds (Lite 1.13 can deadlock in its x86 JIT on some CPUs) is reported as
+    hung (as is every later job on the same file) and the models after it run in a fresh
+    process, so one hang fails only that file's tests."""
     if not is_prepared():
         raise LiteUnavailable(f"MegEngine Lite is not prepared in {CACHE}")
     import json
+    import time
     with tempfile.TemporaryDirectory() as tmp:
         triples = []
         for i, (model, inputs) in enumerate(jobs):
             feeds, outs = Path(tmp) / f"in{i}.npz", Path(tmp) / f"out{i}.npz"
             np.savez(feeds, **inputs)
             triples.append([str(model), str(feeds), str(outs)])
-        listing = Path(tmp) / "jobs.json"
-        listing.write_text(json.dumps(triples))
         env = dict(os.environ, OMP_NUM_THREADS="1")
-        proc = subprocess.run([sys.executable, str(RUNNER), str(CACHE), "--batch", str(listing)],
-                              capture_output=True, text=True, timeout=timeout, env=env)
+        hung: dict[int, str] = {}
+        start, deadline = 0, time.monotonic() + timeout
+        stderr = ""
+        while start < len(triples):
+            listing = Path(tmp) / f"jobs{start}.json"
+            listing.write_text(json.dumps(triples[start:]))
+            with open(Path(tmp) / f"err{start}.txt", "w+") as err:
+                proc = subprocess.Popen([sys.executable, str(RUNNER), str(CACHE), "--batch",
+                                         str(listing)], stderr=err, env=env)
+                done, last = start, time.monotonic()
+                while proc.poll() is None:
+                    time.sleep(0.2)
+                    while done < len(triples) and _finished(triples[done]):
+                        done, last = done + 1, time.monotonic()
+                    if time.monotonic() - last > stall or time.monotonic() > deadline:
+                        proc.kill()
+                        proc.wait()
+                        break
+                err.seek(0)
+                stderr = err.read()
+            while done < len(triples) and _finished(triples[done]):
+                done += 1
+            if proc.returncode == 0 or done >= len(triples) or time.monotonic() > deadline:
+                break
+            if proc.returncode < 0:
+                hung[done] = (f"not run: Lite made no progress on this model for {stall:.0f} s "
+                              f"(killed): {stderr[-2000:]}")
+            else:           # Lite took the whole process down on this model
+                hung[done] = f"not run: Lite exited with {proc.returncode}: {stderr[-2000:]}"
+            start = done + 1
+            while start < len(triples) and triples[start][0] == triples[done][0]:
+                hung[start] = hung[done]          # the same file again: it would hang again
+                start += 1
         results: list = []
-        for model, _, outs in triples:
+        for i, (model, _, outs) in enumerate(triples):
             error = Path(outs + ".error")
             if error.exists():
                 results.append(error.read_text())
             elif Path(outs).exists():
                 with np.load(outs) as data:
                     results.append({k: data[k] for k in data.files})
-            else:              # Lite took the whole process down on an earlier model
-                results.append(f"not run: Lite exited with {proc.returncode}: "
-                               f"{proc.stderr[-2000:]}")
+            else:
+                results.append(hung.get(i, f"not run: Lite stopped before it: {stderr[-2000:]}"))
         return results
+
+
+def _finished(triple: list[str]) -> bool:
+    outs = triple[2]
+    return Path(outs).exists() or Path(outs + ".error").exists()
 
 
 if __name__ == "__main__":
