@@ -2,9 +2,10 @@
 (MegEngine 1.13's Dropout opr: eager dropout draws from a stream of its own, which
 uniform draws do not advance; checked in its chroot), written and read as that opr.
 
-Element i is kept when its uniform draw (ops/random.py's hash of (key, i), top 24 bits)
-is >= drop_prob, and scaled by 1 / (1 - drop_prob). MegEngine's opr has a second output,
-the mask its backward reads; the VJP here redraws the same mask from the same key.
+Element i is kept when its uniform draw (rng_uniform's, ops/random.py: the hash of
+(key, i), top 24 bits) is >= drop_prob, and scaled by 1 / (1 - drop_prob). MegEngine's
+opr has a second output, the mask its backward reads; the VJP here redraws the same mask
+from the same key.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..errors import DTypeError, FormatError
 from ..ir import TensorType
-from .random import _SCALE, _bits_np, _bits_rx, _fields, _key_input, _key_type
+from .random import _fields, _key_input, _key_type, _uniform_np, _uniform_rx
 from .registry import MgeComposite, MgeOpr, OpDef, register
 from .registry import get as get_op
 
@@ -27,20 +28,13 @@ def _infer(key, x, *, drop_prob, seed):
 
 
 def _eager(key, x, *, drop_prob, seed):
-    n = int(np.prod(x.shape, dtype=np.int64))
-    u = (_bits_np(key, np.arange(n, dtype=np.uint32)) >> np.uint32(8)).astype(np.float32) \
-        * np.float32(_SCALE)
-    keep = (u >= np.float32(drop_prob)).reshape(x.shape)
+    keep = _uniform_np(key, shape=x.shape, seed=seed) >= np.float32(drop_prob)
     return np.where(keep, x * np.float32(1.0 / (1.0 - drop_prob)), np.float32(0)).astype(x.dtype)
 
 
 def _lower(L, key, x, *, drop_prob, seed):
     R = L.R
-    shape = L.types[1].shape
-    n = int(np.prod(shape, dtype=np.int64))
-    bits = R.right_shift(_bits_rx(L, key, R.arange(0, n, 1, dtype="uint32")),
-                         L.const(8, "uint32"))
-    u = R.reshape(R.multiply(R.astype(bits, "float32"), L.const(_SCALE, "float32")), shape)
+    u = _uniform_rx(L, key, shape=L.types[1].shape, seed=seed)
     scaled = R.multiply(x, L.const(1.0 / (1.0 - drop_prob), "float32"))
     return R.where(R.greater_equal(u, L.const(drop_prob, "float32")), scaled,
                    L.const(0.0, "float32"))
