@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import functional as F
 from ..dispatch import apply
+from ..ops.recurrent_layout import cell_weights, columns
 from ..tensor import Parameter, Tensor
 from . import init
 from .module import Module
@@ -127,9 +128,8 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def _columns(self) -> int:
-        cols = sum(c.weight_ih.shape[1] + c.weight_hh.shape[1]
-                   for layer in self.cells for c in layer)
-        return cols + (2 * self.num_directions * self.num_layers if self.bias else 0)
+        return columns(self.input_size, self.hidden_size, self.num_layers,
+                       self.num_directions, self.bias)
 
     def _layer_input_size(self, layer: int) -> int:
         return self.input_size if layer == 0 else self.num_directions * self.hidden_size
@@ -140,24 +140,11 @@ class RNNBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     def _cell_weights(self):
-        """[(W_ih, W_hh, b_ih, b_hh)] per cell (layer-major), sliced from the flat buffer;
+        """[W_ih, W_hh, b_ih, b_hh] per cell (layer-major), sliced from the flat buffer;
         the biases are None without `bias`."""
-        flat = self._flatten_weights.reshape(-1)
-        g, h = self.cells[0][0].gate_hidden_size, self.hidden_size
-        out, at = [], 0
-
-        def take(*shape):
-            nonlocal at
-            n = int(np.prod(shape))
-            part = flat[at:at + n].reshape(*shape)
-            at += n
-            return part
-        for layer in range(self.num_layers):
-            for _ in range(self.num_directions):
-                w_ih, w_hh = take(g, self._layer_input_size(layer)), take(g, h)
-                b_ih, b_hh = (take(g), take(g)) if self.bias else (None, None)
-                out.append((w_ih, w_hh, b_ih, b_hh))
-        return out
+        return cell_weights(self._flatten_weights, self.input_size, self.hidden_size,
+                            self.num_layers, self.num_directions, self.bias,
+                            self.cells[0][0].gate_hidden_size)
 
     def _check(self, input: Tensor, states) -> None:
         name = type(self).__name__

@@ -1,5 +1,5 @@
 """Where each cell's weights sit in MegEngine's RNN/LSTM `flatten_weights` (shared by the
-ops in recurrent.py and their VJP in recurrent_vjp.py)."""
+ops in recurrent.py, their VJP in recurrent_vjp.py and the modules in module/rnn.py)."""
 from __future__ import annotations
 
 Piece = tuple[int, tuple[int, ...], int]      # (offset, shape, element count)
@@ -28,3 +28,12 @@ def cell_pieces(input_size: int, hidden: int, layers: int, dirs: int, bias: bool
                 at += n
             out.append(cell if bias else cell + [None, None])
     return out
+
+
+def cell_weights(w, input_size: int, hidden: int, layers: int, dirs: int, bias: bool,
+                 gate: int) -> list[list]:
+    """Per cell [W_ih, W_hh, b_ih, b_hh] sliced from `w` (a Tensor or a NumPy array);
+    the biases are None without `bias`."""
+    flat = w.reshape(-1)
+    return [[None if q is None else flat[q[0]:q[0] + q[2]].reshape(q[1]) for q in cell]
+            for cell in cell_pieces(input_size, hidden, layers, dirs, bias, gate)]

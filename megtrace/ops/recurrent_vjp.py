@@ -9,7 +9,7 @@ gradients as two matrix products per cell, and the layer input's gradient as one
 """
 from __future__ import annotations
 
-from .recurrent_layout import cell_pieces
+from .recurrent_layout import cell_weights
 
 
 def _forward_records(V, x, states, pieces, p, lstm: bool, act):
@@ -83,9 +83,7 @@ def recurrent_vjp(V, inputs, outputs, grads, *, lstm: bool, num_layers, bidirect
     seq, batch, inp = x.shape
     dirs, hid = (2 if bidirectional else 1), hidden_size
     gate = (4 if lstm else 1) * hid
-    flat = w.reshape(-1)
-    pieces = [[None if q is None else flat[q[0]:q[0] + q[2]].reshape(q[1]) for q in cell]
-              for cell in cell_pieces(inp, hid, num_layers, dirs, bias, gate)]
+    pieces = cell_weights(w, inp, hid, num_layers, dirs, bias, gate)
     act = F.tanh if nonlinearity == "tanh" else F.relu
     layer_inputs, records = _forward_records(V, x, states, pieces, p, lstm, act)
 
