@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from megtrace.errors import FormatError, UnsupportedModelError
 from megtrace.ops import get
+from megtrace.ops.attention import MULTI_HEAD_ATTN
 
 from .to_graph import rule
 
 _REFUSED = {"tensor_combination_type": "NONE", "attn_mask_type": "NO_MASK",
             "add_zero_attn": False, "reslink": False, "input_order": 0,
             "need_weights": False}
-_PARAMS = ("num_heads", "qproj_size", "kproj_size", "vproj_size", "oproj_size", "qbias",
-           "kbias", "vbias", "obias", "sm_scaler")
 
 
 @rule("MultiHeadAttn")
@@ -32,6 +31,6 @@ def _mha(g, opr, ins, _shapes):
                                     "is not supported")
     if len(ins) != 4:
         raise FormatError(f"MultiHeadAttn: expected 4 inputs, got {len(ins)}")
-    (out,) = g.add_node(get("multi_head_attn"), ins, {k: f[k] for k in _PARAMS},
+    (out,) = g.add_node(get("multi_head_attn"), ins, MULTI_HEAD_ATTN.decode(f),
                         name_hint=opr.name or opr.type)
     return [out] + [None] * (len(opr.outputs) - 1)

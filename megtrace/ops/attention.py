@@ -139,11 +139,7 @@ def _vjp(V, inputs, outputs, grads, **p):
 
 
 def _fields(p: dict) -> dict:
-    return {"num_heads": p["num_heads"], "qproj_size": p["qproj_size"],
-            "kproj_size": p["kproj_size"], "vproj_size": p["vproj_size"],
-            "oproj_size": p["oproj_size"], "qbias": p["qbias"], "kbias": p["kbias"],
-            "vbias": p["vbias"], "obias": p["obias"], "sm_scaler": p["sm_scaler"],
-            "training": False}
+    return {**{k: p[k] for k in _PARAMS}, "training": False}
 
 
 MULTI_HEAD_ATTN = MgeOpr("MultiHeadAttn", "MultiHeadAttn", outputs=4, fields=_fields,
