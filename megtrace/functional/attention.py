@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from ..dispatch import apply
+from ..ops.attention import packed_size, unpack
 from ..tensor import Tensor
 from .elemwise import add, mul
 from .nn import dropout, matmul, softmax
@@ -88,20 +89,16 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
     mask = _merged_mask(attn_mask, key_padding_mask, query, key, is_causal, num_heads)
 
     dims = (query.shape[2], key.shape[2], value.shape[2], sizes["v"])
-    packed = sum(d * sizes[c] for d, c in zip(dims, "qkvo")) + \
-        sum(sizes[c] for c, flag in zip("qkvo", (qbias, kbias, vbias, obias)) if flag)
+    params = {"num_heads": num_heads, **{f"{c}proj_size": sizes[c] for c in "qkvo"},
+              "qbias": bool(qbias), "kbias": bool(kbias), "vbias": bool(vbias),
+              "obias": bool(obias), "sm_scaler": (embed_dim // num_heads) ** -0.5}
     plain = (mask is None and not need_weights and
              not (training and (attn_drop > 0 or out_drop > 0)) and
-             tuple(io_weight_bias.shape) == (1, packed) and
+             tuple(io_weight_bias.shape) == (1, packed_size(dims, params)) and
              all(t.dtype == np.float32 for t in (query, key, value, io_weight_bias)))
     if plain:       # one op, dumped as MegEngine's MultiHeadAttn (ops/attention.py)
-        out = apply("multi_head_attn", query, key, value, io_weight_bias, num_heads=num_heads,
-                    **{f"{c}proj_size": sizes[c] for c in "qkvo"}, qbias=bool(qbias),
-                    kbias=bool(kbias), vbias=bool(vbias), obias=bool(obias),
-                    sm_scaler=(embed_dim // num_heads) ** -0.5)
-        return out, None
-    q_w, k_w, v_w, o_w, q_b, k_b, v_b, o_b = _unpack(io_weight_bias, dims, sizes,
-                                                      (qbias, kbias, vbias, obias))
+        return apply("multi_head_attn", query, key, value, io_weight_bias, **params), None
+    q_w, k_w, v_w, o_w, q_b, k_b, v_b, o_b = _unpack(io_weight_bias, dims, params)
     n, length, source = query.shape[0], query.shape[1], key.shape[1]
     q = _heads(_project(query, q_w, q_b), num_heads)          # (N*h, L, dq)
     k = _heads(_project(key, k_w, k_b), num_heads)            # (N*h, S, dq)
@@ -136,25 +133,13 @@ def _heads(x: Tensor, num_heads: int) -> Tensor:
                    (n * num_heads, t, f // num_heads))
 
 
-def _unpack(packed: Tensor, dims, sizes, biases):
+def _unpack(packed: Tensor, dims, params: dict):
     """The eight parts of io_weight_bias (None where absent), in MegEngine's order."""
-    q_in, k_in, v_in, o_in = dims
-    shapes = [(q_in, sizes["q"]), (k_in, sizes["k"]), (v_in, sizes["v"]), (o_in, sizes["o"])]
-    shapes += [(s,) if flag else None for s, flag in zip(sizes.values(), biases)]
-    need = sum(int(np.prod(s)) for s in shapes if s is not None)
-    flat = packed.reshape(-1)
-    if flat.shape[0] != need:
-        raise ValueError(f"multi_head_attention: io_weight_bias has {flat.shape[0]} elements; "
+    need = packed_size(dims, params)
+    if packed.size != need:
+        raise ValueError(f"multi_head_attention: io_weight_bias has {packed.size} elements; "
                          f"these projection sizes and biases need {need}")
-    parts, at = [], 0
-    for shape in shapes:
-        if shape is None:
-            parts.append(None)
-            continue
-        size = int(np.prod(shape))
-        parts.append(flat[at:at + size].reshape(shape))
-        at += size
-    return parts
+    return unpack(packed, dims, params)
 
 
 def _canonical_mask(mask: Optional[Tensor], name: str, dtype) -> Optional[Tensor]:

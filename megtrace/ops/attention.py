@@ -35,6 +35,20 @@ def _layout(dims, p) -> list:
     return out + [at]
 
 
+def packed_size(dims, p) -> int:
+    """io_weight_bias' element count for input dims (Eq, Ek, Ev, vproj_size) and params
+    `p` (F.nn.multi_head_attention's test for the one-op form)."""
+    return _layout(dims, p)[-1]
+
+
+def unpack(w, dims, p) -> list:
+    """The eight parts of io_weight_bias `w` (a Tensor or a NumPy array; None where
+    absent) for input dims (Eq, Ek, Ev, vproj_size), in MegEngine's order."""
+    flat = w.reshape(-1)
+    return [None if e is None else flat[e[0]:e[0] + int(np.prod(e[1]))].reshape(e[1])
+            for e in _layout(dims, p)[:-1]]
+
+
 def _infer(q, k, v, w, **p):
     for t in (q, k, v, w):
         if t.dtype != "float32":
@@ -47,7 +61,7 @@ def _infer(q, k, v, w, **p):
     if p["qproj_size"] != p["kproj_size"] or p["qproj_size"] % h or p["vproj_size"] % h:
         raise ShapeError(f"multi_head_attn: projection sizes {p['qproj_size']}, "
                          f"{p['kproj_size']}, {p['vproj_size']} do not split into {h} heads")
-    total = _layout((q.shape[2], k.shape[2], v.shape[2], p["vproj_size"]), p)[-1]
+    total = packed_size((q.shape[2], k.shape[2], v.shape[2], p["vproj_size"]), p)
     if w.shape != (1, total):
         raise ShapeError(f"multi_head_attn: io_weight_bias must be (1, {total}); got {w}")
     return TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
@@ -135,7 +149,7 @@ def _lower(L, q, k, v, w, **p):
 def _vjp(V, inputs, outputs, grads, **p):
     """Recompute the forward in Tensor ops, then walk it back by hand."""
     from .attention_vjp import attention_vjp
-    return attention_vjp(V, inputs, grads[0], p, _layout)
+    return attention_vjp(V, inputs, grads[0], p)
 
 
 def _fields(p: dict) -> dict:

@@ -4,18 +4,16 @@ probabilities times values, the scaled scores' softmax, the three input projecti
 the packed parameter's gradient is its parts' gradients in the packed order."""
 from __future__ import annotations
 
+from .attention import unpack
 
-def attention_vjp(V, inputs, g, p, layout):
+
+def attention_vjp(V, inputs, g, p):
     F = V.F
     q, k, v, w = inputs
     n, length, source = q.shape[0], q.shape[1], k.shape[1]
     h, c = p["num_heads"], p["sm_scaler"]
     dims = (q.shape[2], k.shape[2], v.shape[2], p["vproj_size"])
-    entries = layout(dims, p)[:-1]
-    flat = w.reshape(-1)
-    parts = [None if e is None else flat[e[0]:e[0] + e[1][0] * (e[1][1] if len(e[1]) > 1
-                                                                 else 1)].reshape(e[1])
-             for e in entries]
+    parts = unpack(w, dims, p)
     sizes = [p[f"{ch}proj_size"] for ch in "qkvo"]
 
     def split(y, t, size):
