@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Iterator
 
-from .gc_pause import collector_paused
+from megtrace.gc_pause import collector_paused
 
 REQUIRED = "0.27"
 

@@ -26,7 +26,7 @@ from ._tvm import relax, tvm
 from .cpu_tir_pipeline import cpu_tir_pipeline
 from .donate import donate_pass
 from .early_build import EarlyBuilds, enabled as early_build_enabled
-from .gc_pause import collector_paused
+from megtrace.gc_pause import collector_paused
 from .parallel_build import build_context, build_module, build_threads, parallel_build
 from .pipelines import lower_graph, tuned_pipeline
 from .targets import resolve
