@@ -19,7 +19,7 @@ from typing import Any
 
 from .._tvm import tvm
 from .layout import ceil_div
-from .primfunc import prepend_in_loop, read_sources
+from .primfunc import prepend_in_loop, read_sources, unravel
 
 MAX_SLICE_BYTES = 48 << 10
 LINE_FLOATS = 16                      # one 64-byte cache line
@@ -52,13 +52,6 @@ def prefetch_next_tile(func: Any, weight_shape: tuple[int, ...], kb: int, rows: 
     tiles = weight_shape[0] // kb
     inner = weight_shape[1:]
 
-    def unravel(flat):
-        idx = []
-        for d in reversed(inner):
-            idx.append(t.floormod(flat, d))
-            flat = t.floordiv(flat, d)
-        return list(reversed(idx))
-
     def make(env):
         it = env[loop]
         nxt = t.min(t.floordiv(it, rows) + 1, tiles - 1)
@@ -66,7 +59,8 @@ def prefetch_next_tile(func: Any, weight_shape: tuple[int, ...], kb: int, rows: 
         line = t.min(t.floormod(it, rows) * per + p, lines - 1)
         element = line * LINE_FLOATS
         block = nxt * kb + t.floordiv(element, per_block)
-        at = t.address_of(t.BufferLoad(w, [block, *unravel(t.floormod(element, per_block))]))
+        at = t.address_of(t.BufferLoad(w, [block, *unravel(t.floormod(element, per_block),
+                                                            inner)]))
         call = t.call_llvm_intrin("void", "llvm.prefetch", at, t.const(0, "int32"),
                                   t.const(2, "int32"), t.const(1, "int32"))
         return t.For(p, t.const(0, "int32"), t.const(per, "int32"), t.ForKind.SERIAL,
