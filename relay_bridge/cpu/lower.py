@@ -265,10 +265,9 @@ class _CpuLowering:
         key = (w, icb)
         if key not in self.packed:
             wp = tvm().te.placeholder(L.i64(w.type.shape), F32, name="w")
-            packed = (L.blocks(shape.oc), L.ceil_div(shape.c, icb), shape.kh, shape.kw, icb,
-                      L.BLOCK)
-            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, icb)]),
-                                          [self.get_plain(w)], packed, "pack_weight")
+            packed = L.te_pack_conv_weight(wp, icb)
+            self.packed[key] = self._call(plain_func([wp, packed]), [self.get_plain(w)],
+                                          packed.shape, "pack_weight")
         return self.packed[key]
 
     def _winograd_weight(self, w: Var, shape: ConvShape):
