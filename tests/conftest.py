@@ -42,6 +42,21 @@ def lite():
     return lite_runtime
 
 
+@pytest.fixture
+def full_checks(monkeypatch) -> list[str]:
+    """The names of the ops Replayer._check (the replay's full check) is called for from
+    here on: those the inline check in Replayer.record declined."""
+    from megtrace.jit.replay import Replayer
+    calls: list[str] = []
+    full = Replayer._check
+
+    def counted(self, op, inputs, params):
+        calls.append(op.name)
+        return full(self, op, inputs, params)
+    monkeypatch.setattr(Replayer, "_check", counted)
+    return calls
+
+
 def rel_err(got, want) -> float:
     dtype = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
     got, want = np.asarray(got, dtype), np.asarray(want, dtype)

@@ -7,6 +7,7 @@ Writes every network output, by name, to OUTPUTS.npz. With --batch, JOBS.json li
 error text written to OUTPUTS.npz + ".error" instead. Standalone: it imports nothing
 from megtrace, so a crash in Lite cannot take the test process down.
 """
+import os
 import sys
 import types
 
@@ -57,7 +58,10 @@ def run(lite, model: str, inputs_path: str, outputs_path: str) -> None:
     net.forward()
     net.wait()
     outs = {n: net.get_io_tensor(n).to_numpy().copy() for n in net.get_all_output_name()}
-    np.savez(outputs_path, **outs)
+    part = outputs_path + ".part"        # renamed when complete: lite_runtime.run_models
+    with open(part, "wb") as f:          # takes an existing file as a finished job, and
+        np.savez(f, **outs)              # a runner it kills may be writing one
+    os.replace(part, outputs_path)
 
 
 if __name__ == "__main__":

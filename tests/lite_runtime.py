@@ -88,8 +88,8 @@ def run_models(jobs: list[tuple[str | os.PathLike, dict[str, np.ndarray]]],
     """Run many models in one Lite process; for each, its outputs by name or the error
     text Lite gave when it refused the model. A model on which Lite makes no progress for
     `stall` seconds (Lite 1.13 can deadlock in its x86 JIT on some CPUs) is reported as
-    hung (as is every later job on the same file) and the models after it run in a fresh
-    process, so one hang fails only that file's tests."""
+    hung (as are the jobs right after it on the same file) and the models after those run
+    in a fresh process, so one hang fails only that file's tests."""
     if not is_prepared():
         raise LiteUnavailable(f"MegEngine Lite is not prepared in {CACHE}")
     import json
@@ -110,7 +110,7 @@ def run_models(jobs: list[tuple[str | os.PathLike, dict[str, np.ndarray]]],
             with open(Path(tmp) / f"err{start}.txt", "w+") as err:
                 proc = subprocess.Popen([sys.executable, str(RUNNER), str(CACHE), "--batch",
                                          str(listing)], stderr=err, env=env)
-                done, last = start, time.monotonic()
+                done, last, killed = start, time.monotonic(), False
                 while proc.poll() is None:
                     time.sleep(0.2)
                     while done < len(triples) and _finished(triples[done]):
@@ -118,6 +118,7 @@ def run_models(jobs: list[tuple[str | os.PathLike, dict[str, np.ndarray]]],
                     if time.monotonic() - last > stall or time.monotonic() > deadline:
                         proc.kill()
                         proc.wait()
+                        killed = True
                         break
                 err.seek(0)
                 stderr = err.read()
@@ -125,7 +126,7 @@ def run_models(jobs: list[tuple[str | os.PathLike, dict[str, np.ndarray]]],
                 done += 1
             if proc.returncode == 0 or done >= len(triples) or time.monotonic() > deadline:
                 break
-            if proc.returncode < 0:
+            if killed:      # not a negative return code: a crash in Lite is one too
                 hung[done] = (f"not run: Lite made no progress on this model for {stall:.0f} s "
                               f"(killed): {stderr[-2000:]}")
             else:           # Lite took the whole process down on this model

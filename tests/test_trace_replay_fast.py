@@ -99,21 +99,8 @@ def test_replayed_tensors_have_every_field_wrap_sets():
     assert vars(y) == vars(ref)
 
 
-def _counting_full_checks(monkeypatch) -> list:
-    """Replayer._check made to count its calls (the inline check declined)."""
-    from megtrace.jit.replay import Replayer
-    calls = []
-    full = Replayer._check
-
-    def counted(self, op, inputs, params):
-        calls.append(op.name)
-        return full(self, op, inputs, params)
-    monkeypatch.setattr(Replayer, "_check", counted)
-    return calls
-
-
 @pytest.mark.parametrize("given", [0.125, np.float32(0.125), 1 / 8])
-def test_scalar_constant_given_again_replays_inline(monkeypatch, given):
+def test_scalar_constant_given_again_replays_inline(request, given):
     """`x * c` with a Python/NumPy number equal to the traced one: the inline check
     accepts it (no full check), and the result is the compiled graph's."""
     state = {"c": 0.125}
@@ -124,14 +111,14 @@ def test_scalar_constant_given_again_replays_inline(monkeypatch, given):
 
     x = mge.tensor(np.array([4.0, -1.0, 8.0], np.float32))
     np.testing.assert_equal(fn(x).numpy(), [0.5, 0.0, 1.0])
-    calls = _counting_full_checks(monkeypatch)
+    calls = request.getfixturevalue("full_checks")      # counted from here on
     state["c"] = given
     np.testing.assert_equal(fn(x).numpy(), [0.5, 0.0, 1.0])
     assert calls == []
 
 
 @pytest.mark.parametrize("changed", [0.25, float("nan"), [0.125, 0.125]])
-def test_scalar_constant_changed_still_raises(monkeypatch, changed):
+def test_scalar_constant_changed_still_raises(request, changed):
     """A constant with another value (NaN included: MegEngine's comparator finds it
     unequal) or another shape: the inline check declines, the full check raises
     MegEngine's "tensors not equals"."""
@@ -143,14 +130,14 @@ def test_scalar_constant_changed_still_raises(monkeypatch, changed):
 
     x = mge.tensor(np.array([4.0, 8.0], np.float32))
     np.testing.assert_equal(fn(x).numpy(), [0.5, 1.0])
-    calls = _counting_full_checks(monkeypatch)
+    calls = request.getfixturevalue("full_checks")      # counted from here on
     state["c"] = changed
     with pytest.raises(TraceError, match="tensors not equals"):
         fn(x)
     assert calls == ["mul"]
 
 
-def test_nan_constant_traced_never_replays_inline(monkeypatch):
+def test_nan_constant_traced_never_replays_inline():
     """A NaN traced as a constant: MegEngine's comparator never finds it equal again,
     so the replay raises; the inline check must not accept it either."""
     @trace(symbolic=True)

@@ -14,7 +14,6 @@ import megtrace.module as M
 import megtrace.optimizer as optim
 from megtrace.autodiff import GradManager
 from megtrace.jit import TraceError, trace
-from megtrace.jit.replay import Replayer
 
 
 class Net(M.Module):
@@ -59,25 +58,13 @@ def _state(net: Net, opt) -> list[np.ndarray]:
     return values
 
 
-def _full_checks(monkeypatch) -> list:
-    """The ops Replayer._check is called for (the inline check declined them)."""
-    calls = []
-    full = Replayer._check
-
-    def counted(self, op, inputs, params):
-        calls.append(op.name)
-        return full(self, op, inputs, params)
-    monkeypatch.setattr(Replayer, "_check", counted)
-    return calls
-
-
 def _assert_close(got: list, want: list) -> None:
     """TVM's kernels against NumPy's, compounded over a few steps."""
     for i, (g, w) in enumerate(zip(got, want)):
         assert rel_err(g, w) <= 1e-4, i
 
 
-def test_sgd_step_replays_updated_parameters_inline(monkeypatch):
+def test_sgd_step_replays_updated_parameters_inline(request):
     """Every replayed op of the step passes the inline check although the step changed
     every parameter, buffer and statistic it reads, and the values follow the eager
     step's over several steps."""
@@ -85,7 +72,7 @@ def test_sgd_step_replays_updated_parameters_inline(monkeypatch):
     ref_net, ref_opt, ref_step = _setup(traced=False)
     step(*_batch(0))
     ref_step(*_batch(0))
-    calls = _full_checks(monkeypatch)
+    calls = request.getfixturevalue("full_checks")      # counted from here on
     for i in range(1, 5):
         loss = step(*_batch(i))
         want = ref_step(*_batch(i))
@@ -94,7 +81,7 @@ def test_sgd_step_replays_updated_parameters_inline(monkeypatch):
     assert calls == []
 
 
-def test_parameter_changed_outside_the_trace_is_fed(monkeypatch):
+def test_parameter_changed_outside_the_trace_is_fed(request):
     """A parameter given a new value between calls (the same object, or another
     Parameter in its place): the next call computes with it, as the eager step does,
     and still on the inline check."""
@@ -103,7 +90,7 @@ def test_parameter_changed_outside_the_trace_is_fed(monkeypatch):
     for i in range(2):
         step(*_batch(i))
         ref_step(*_batch(i))
-    calls = _full_checks(monkeypatch)
+    calls = request.getfixturevalue("full_checks")      # counted from here on
     for n in (net, ref_net):
         n.fc1.bias[...] = mge.tensor(np.full(3, 0.5, np.float32))
         n.bn.running_var[...] = n.bn.running_var * 4
@@ -114,13 +101,13 @@ def test_parameter_changed_outside_the_trace_is_fed(monkeypatch):
     assert calls == []
 
 
-def test_parameter_of_another_shape_still_raises(monkeypatch):
+def test_parameter_of_another_shape_still_raises(request):
     """An outside tensor of another shape than traced: the inline check declines it and
     the full check raises MegEngine's error."""
     net, _, step = _setup(traced=True)
     for i in range(2):
         step(*_batch(i))
-    calls = _full_checks(monkeypatch)
+    calls = request.getfixturevalue("full_checks")      # counted from here on
     net.fc1.bias._reset(mge.tensor(np.zeros(4, np.float32)))
     with pytest.raises(TraceError, match="shape mismatch"):
         step(*_batch(2))

@@ -44,3 +44,8 @@ def run_exported_fresh(library: Path, inputs: dict, tmp: Path) -> tuple[list, li
     with np.load(tmp / "outs.npz") as data:
         outs = [data[f"arr_{i}"] for i in range(len(data.files))]
     return outs, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def llvm_modules(mod) -> int:
+    """How many LLVM modules `mod` and the modules it imports (recursively) hold."""
+    return (mod.kind == "llvm") + sum(llvm_modules(sub) for sub in mod.imports)

@@ -5,10 +5,7 @@ import time
 
 import numpy as np
 import pytest
-from models import ConvNet
 
-import megtrace as mge
-from megtrace.jit import trace
 from megtrace.relay_bridge import compile_graph, early_build, executable
 from megtrace.relay_bridge._tvm import tvm
 from megtrace.relay_bridge.cpu.primfunc import mark
@@ -16,14 +13,7 @@ from megtrace.relay_bridge.early_build import EarlyBuilds
 from megtrace.relay_bridge.parallel_build import build_context, build_module
 from megtrace.relay_bridge.targets import resolve
 
-
-@pytest.fixture
-def convnet_graph(rng):
-    net = ConvNet().eval()
-    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
-    f = trace(lambda d: net(d), symbolic=True, capture_as_const=True, record_only=True)
-    f(mge.tensor(x))
-    return f.graph, x, net(mge.tensor(x)).numpy()
+from .helpers import llvm_modules
 
 
 @pytest.fixture
@@ -51,10 +41,6 @@ def everything_early(monkeypatch):
     monkeypatch.setattr(EarlyBuilds, "take", patient_take)
 
 
-def _llvm_modules(mod) -> int:
-    return (mod.kind == "llvm") + sum(_llvm_modules(sub) for sub in mod.imports)
-
-
 def test_early_modules_are_linked_and_compute_bit_identical_outputs(
         convnet_graph, monkeypatch, fresh_stats, everything_early):
     graph, x, want = convnet_graph
@@ -69,7 +55,7 @@ def test_early_modules_are_linked_and_compute_bit_identical_outputs(
     assert fresh_stats["offered"] >= 3
     assert fresh_stats["linked"] == fresh_stats["offered"]
     assert fresh_stats["dropped"] == fresh_stats["returned"] == 0
-    assert _llvm_modules(early.executable.mod) > _llvm_modules(ordinary.executable.mod)
+    assert llvm_modules(early.executable.mod) > llvm_modules(ordinary.executable.mod)
     np.testing.assert_array_equal(early(x)[0], ordinary(x)[0])
     np.testing.assert_allclose(early(x)[0], want, rtol=1e-4, atol=1e-5)
 

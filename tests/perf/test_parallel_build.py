@@ -3,32 +3,12 @@ the one-module build computes, run from several LLVM modules, and export as one
 library; MEGTRACE_BUILD_THREADS picks the count."""
 import numpy as np
 import pytest
-from models import ConvNet
 
-import megtrace as mge
-from megtrace.jit import trace
 from megtrace.relay_bridge import compile_graph
 from megtrace.relay_bridge.export import export, load_exported
 from megtrace.relay_bridge.parallel_build import build_threads
 
-
-def _modules(mod):
-    yield mod
-    for sub in mod.imports:
-        yield from _modules(sub)
-
-
-def _llvm_modules(executable) -> int:
-    return sum(m.kind == "llvm" for m in _modules(executable.mod))
-
-
-@pytest.fixture
-def convnet_graph(rng):
-    net = ConvNet().eval()
-    x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
-    f = trace(lambda d: net(d), symbolic=True, capture_as_const=True, record_only=True)
-    f(mge.tensor(x))
-    return f.graph, x, net(mge.tensor(x)).numpy()
+from .helpers import llvm_modules
 
 
 def test_outputs_are_bit_identical_to_the_one_module_build(convnet_graph, monkeypatch):
@@ -39,7 +19,7 @@ def test_outputs_are_bit_identical_to_the_one_module_build(convnet_graph, monkey
         monkeypatch.setenv("MEGTRACE_BUILD_THREADS", threads)
         compiled = compile_graph(graph, cache=False)
         outputs[threads] = compiled(x)[0]
-        modules[threads] = _llvm_modules(compiled.executable)
+        modules[threads] = llvm_modules(compiled.executable.mod)
     assert len(compiled.kernels) >= 3            # conv, pool, dense: several kernels
     assert modules == {"1": 1, "2": 2, "3": 3}
     np.testing.assert_array_equal(outputs["2"], outputs["1"])
