@@ -52,7 +52,7 @@ def _visit(stmt: Any) -> Any:
     if isinstance(stmt, tx.While):
         return tx.While(stmt.condition, _visit(stmt.body))
     if (isinstance(stmt, tx.AllocBuffer) and stmt.buffer.scope() == "global"
-            and TILE_BYTES and _constant_bytes(stmt.buffer) == TILE_BYTES):
+            and _constant_bytes(stmt.buffer) == TILE_BYTES):
         annotations = dict(stmt.annotations)
         annotations[DISABLE] = tvm().tirx.IntImm("int32", 1)
         return tx.AllocBuffer(stmt.buffer, annotations)

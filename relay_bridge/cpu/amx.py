@@ -34,7 +34,7 @@ import numpy as np
 
 from .._tvm import tvm
 from .epilogue import Epilogue
-from .primfunc import PARALLEL_MIN_MACS, parallel_if, scheduled_func
+from .primfunc import PARALLEL_MIN_MACS, parallel_if, scheduled_func, unravel
 
 TILE_M, TILE_K, TASK_N = 16, 32, 32       # rows of A per tile, k per tile, columns per task
 KC = 8                                    # tile steps of k per block
@@ -227,12 +227,7 @@ class EmulatedTiles(AmxTiles):
         flat, size = 0, 1
         for dim, idx in zip(reversed(ref.buffer.shape), reversed(ref.index)):
             flat, size = flat + idx * size, size * dim
-        flat = flat + i * ref.stride + j
-        index = []
-        for dim in reversed(ref.buffer.shape):
-            index.append(tvm().tirx.floormod(flat, dim))
-            flat = tvm().tirx.floordiv(flat, dim)
-        return list(reversed(index))
+        return unravel(flat + i * ref.stride + j, ref.buffer.shape)
 
     def zero(self, tile: int):
         t = tvm().tirx

@@ -265,10 +265,9 @@ class _CpuLowering:
         key = (w, icb)
         if key not in self.packed:
             wp = tvm().te.placeholder(L.i64(w.type.shape), F32, name="w")
-            packed = (L.blocks(shape.oc), L.ceil_div(shape.c, icb), shape.kh, shape.kw, icb,
-                      L.BLOCK)
-            self.packed[key] = self._call(plain_func([wp, L.te_pack_conv_weight(wp, icb)]),
-                                          [self.get_plain(w)], packed, "pack_weight")
+            packed = L.te_pack_conv_weight(wp, icb)
+            self.packed[key] = self._call(plain_func([wp, packed]), [self.get_plain(w)],
+                                          packed.shape, "pack_weight")
         return self.packed[key]
 
     def _winograd_weight(self, w: Var, shape: ConvShape):
@@ -312,9 +311,8 @@ class _CpuLowering:
         shape = PairShape(n, c, h, wdt, w.type.shape[0], int(nxt.anchor.kwargs["stride"][0]))
         key = (expand_depthwise, shape, _epilogue_key(group.epilogue),
                _epilogue_key(nxt.epilogue))
-        func = self.kernels.get(key)
-        if func is None:
-            func = self.kernels[key] = expand_depthwise(shape, group.epilogue, nxt.epilogue)
+        func = self._cached_kernel(key, lambda: expand_depthwise(shape, group.epilogue,
+                                                                 nxt.epilogue))
         consts, wd = self.graph.consts, nxt.anchor.inputs[1]
         args = [self.blocked[x],
                 self._const(("conv", w, shape.icb),
@@ -435,10 +433,14 @@ class _CpuLowering:
     def _kernel(self, make: Callable, shape: Any, epilogue: Epilogue | None):
         """make(shape, epilogue), made once per shape and epilogue structure (its vector
         and tensor operands are kernel arguments; scalars are in the code)."""
-        key = (make, shape, _epilogue_key(epilogue))
+        return self._cached_kernel((make, shape, _epilogue_key(epilogue)),
+                                   lambda: make(shape, epilogue))
+
+    def _cached_kernel(self, key: tuple, make: Callable[[], Any]):
+        """make(), made once per `key` (what the kernel's code depends on)."""
         func = self.kernels.get(key)
         if func is None:
-            func = self.kernels[key] = make(shape, epilogue)
+            func = self.kernels[key] = make()
         return func
 
     def _dense(self, group: Group) -> None:
@@ -544,10 +546,8 @@ class _CpuLowering:
         if m.x.type.ndim != 4:
             raise NotApplicable
         key = ("max_pool_grad", m.x.type.shape, m.kernel, m.stride, m.padding, m.relu)
-        func = self.kernels.get(key)
-        if func is None:
-            func = self.kernels[key] = max_pool_grad_nchwc(m.x.type.shape, m.kernel,
-                                                           m.stride, m.padding, m.relu)
+        func = self._cached_kernel(key, lambda: max_pool_grad_nchwc(
+            m.x.type.shape, m.kernel, m.stride, m.padding, m.relu))
         n, c, h, w = m.x.type.shape
         self.blocked[m.nodes[-1].outputs[0]] = self._call(
             func, [self.get_blocked(v) for v in (m.x, m.y, m.g)],

@@ -153,9 +153,8 @@ def _grow(graph, users, order, start, source, x, y, kernel, stride,
                 return None
         if n.op.name == "where":
             cond, value, other = n.inputs
-            zero = graph.consts.get(other)
             if value is not g or producer.get(cond) is None or \
-                    producer[cond].op.name != "eq" or zero is None or np.any(zero != 0):
+                    producer[cond].op.name != "eq" or not _is_zero(graph, other):
                 return None
     return MaxPoolGrad(x, y, g, kernel, stride, padding, tuple(ordered))
 

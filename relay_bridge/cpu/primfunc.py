@@ -104,6 +104,16 @@ def schedule_register_tile(sch, blk, batch: list, i, j, kk, mr: int, nr: int, ku
     vectorize_inner(sch, o, par)
 
 
+def unravel(flat: Any, shape: Sequence[Any]) -> list:
+    """The index (TIR expressions) of flat offset `flat` in a row-major array of `shape`."""
+    t = tvm().tirx
+    index = []
+    for dim in reversed(shape):
+        index.append(t.floormod(flat, dim))
+        flat = t.floordiv(flat, dim)
+    return list(reversed(index))
+
+
 def prepend_in_loop(func, loop_name: str, make: Callable[[dict], Any]):
     """`func` with the statement make(enclosing loop vars by name, the loop's own
     included) run first in each iteration of the outermost loop named `loop_name`;

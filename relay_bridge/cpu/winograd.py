@@ -166,7 +166,7 @@ def te_transform_weight(packed):
 
     def f(a, b, o, i, ii, oo):
         taps = [packed[o, i, r, s, ii, oo] for r in range(KERNEL) for s in range(KERNEL)]
-        return _select(a, [_select(b, [_weighted(KRON[:, p * ALPHA + q], taps)
+        return _select(a, [_select(b, [_combine(KRON[:, p * ALPHA + q], taps)
                                        for q in range(ALPHA)]) for p in range(ALPHA)])
     return te.compute((ALPHA, ALPHA, ob, ib, BLOCK, BLOCK), f, name="u")
 
@@ -187,17 +187,6 @@ def weight_transform_func(oc: int, ic: int):
         sch.unroll(b)
         sch.vectorize(oo)
     return scheduled_func([packed, u], schedule, "winograd_weight")
-
-
-def _weighted(coefs, terms):
-    """sum(c * t) over the nonzero (fractional) coefficients."""
-    f32 = lambda v: tvm().tirx.const(float(v), "float32")      # noqa: E731
-    expr = None
-    for coef, term in zip(coefs, terms):
-        if coef != 0:
-            part = term * f32(coef)
-            expr = part if expr is None else expr + part
-    return expr
 
 
 def applies(conv: ConvShape) -> bool:
@@ -252,7 +241,8 @@ def worth_it(conv: ConvShape) -> bool:
 
 
 def _combine(coefs, terms):
-    """sum(c * t) over the nonzero integer coefficients, without multiplying by +-1."""
+    """sum(c * t) over the nonzero coefficients (B^T's and A^T's integers, KRON's
+    fractions), without multiplying by +-1 (a negative one is subtracted: the same float)."""
     f32 = lambda v: tvm().tirx.const(float(v), "float32")      # noqa: E731
     expr = None
     for coef, term in zip(coefs, terms):

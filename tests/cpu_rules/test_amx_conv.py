@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import rel_err
+from conv_reference import conv_ref
 
 from megtrace.ir import Graph, TensorType
 from megtrace.ops import get
@@ -17,21 +18,6 @@ from megtrace.relay_bridge.cpu.conv import ConvShape
 from megtrace.relay_bridge.targets import amx_wanted
 
 needs_amx = pytest.mark.skipif(not amx_wanted(), reason="this CPU or OS lends no AMX tiles")
-
-
-def direct_conv(x, w, stride, pad):
-    """float64 NCHW cross-correlation written out tap by tap."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
-    kh, kw = w.shape[2:]
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh = (xp.shape[2] - kh) // stride + 1
-    ow = (xp.shape[3] - kw) // stride + 1
-    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
-    for a in range(kh):
-        for b in range(kw):
-            patch = xp[:, :, a:a + stride * oh:stride, b:b + stride * ow:stride]
-            out += np.einsum("nchw,oc->nohw", patch, w[:, :, a, b])
-    return out
 
 
 def conv_graph(x, w, bias, stride, pad, residual: bool):
@@ -152,7 +138,7 @@ def test_emulated_tile_program_matches_float64(n, c, hw, oc, k, stride, pad, rng
     x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
     w = (rng.standard_normal((oc, c, k, k)) * np.sqrt(2.0 / (k * k * c))).astype(np.float32)
     conv = ConvShape(n, c, hw, hw, oc, k, k, (stride, stride), (pad, pad))
-    got, want = run_emulated(conv, x, w), direct_conv(x, w, stride, pad)
+    got, want = run_emulated(conv, x, w), conv_ref(x, w, (stride, stride), (pad, pad))
     # bf16 hi/lo split: a few 1e-6 of the largest output (float32: ~1e-6)
     assert rel_err(got, want) <= 2e-5
 
@@ -167,7 +153,7 @@ def test_amx_conv_matches_float64(n, c, hw, oc, k, stride, pad, rng, monkeypatch
     residual = oc == 512 and k == 3
     cg = compile_graph(conv_graph(x, w, bias, stride, pad, residual), rules=True)
     assert cg.rules[1] == "conv_amx"
-    want = direct_conv(x, w, stride, pad) + bias
+    want = conv_ref(x, w, (stride, stride), (pad, pad)) + bias
     args = [x]
     if residual:
         r = rng.standard_normal(want.shape).astype(np.float32)
@@ -196,7 +182,7 @@ def test_graph_path_with_emulated_tiles(n, c, hw, oc, k, stride, pad, rng, monke
     bias = rng.standard_normal((1, oc, 1, 1)).astype(np.float32)
     cg = compile_graph(conv_graph(x, w, bias, stride, pad, True), rules=True)
     assert cg.rules[1] == "conv_amx"
-    want = direct_conv(x, w, stride, pad) + bias
+    want = conv_ref(x, w, (stride, stride), (pad, pad)) + bias
     r = rng.standard_normal(want.shape).astype(np.float32)
     assert rel_err(cg(x, r)[0], np.maximum(want + r, 0)) <= 2e-5
 
@@ -227,6 +213,6 @@ def test_direct_mode_leaves_winograd_its_convs(env, want, rng, monkeypatch):
         cg = compile_graph(conv_graph(x, w, np.zeros((1, oc, 1, 1), np.float32), stride, 1,
                                       False), rules=True)
         rules.append(cg.rules[1])
-        want_y = np.maximum(direct_conv(x, w, stride, 1), 0)
+        want_y = np.maximum(conv_ref(x, w, (stride, stride), (1, 1)), 0)
         assert rel_err(cg(x)[0], want_y) <= 2e-5
     assert rules == want

@@ -6,6 +6,7 @@ import logging
 import numpy as np
 import pytest
 from conftest import rel_err
+from conv_reference import conv_ref
 from models import MLP, ConvNet, GapNet, randomize_bn
 
 import megtrace as mge
@@ -17,25 +18,7 @@ from megtrace.relay_bridge import compile_graph
 TOL = 1e-5
 
 
-# -- float64 references ----------------------------------------------------------------
-def conv_ref(x, w, stride=(1, 1), padding=(0, 0)):
-    """NCHW conv; w (OC, IC, KH, KW) or depthwise (C, 1, 1, KH, KW)."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
-    (sh, sw), (ph, pw) = stride, padding
-    kh, kw = w.shape[-2:]
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    oh, ow = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
-    out = 0
-    for a in range(kh):
-        for b in range(kw):
-            patch = xp[:, :, a:a + sh * (oh - 1) + 1:sh, b:b + sw * (ow - 1) + 1:sw]
-            if w.ndim == 5:
-                out = out + patch * w[:, 0, 0, a, b][None, :, None, None]
-            else:
-                out = out + np.einsum("nchw,oc->nohw", patch, w[:, :, a, b])
-    return out
-
-
+# -- inputs, a graph builder, the check (float64 references: conv_reference.py) --------
 def f32(rng, *shape, lo=-1.0, hi=1.0):
     return rng.uniform(lo, hi, size=shape).astype(np.float32)
 

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 from conftest import rel_err
+from conv_reference import conv_ref
 
 from megtrace.ir import Graph, TensorType
 from megtrace.ops import get
@@ -82,19 +83,6 @@ def test_pool_tile_is_on_the_stack():
                                             (1, 1))) == []
 
 
-def depthwise_ref(x, w, s):
-    """float64 3x3 depthwise cross-correlation, padding 1, stride s; w (C, 3, 3)."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
-    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    oh, ow = (x.shape[2] - 1) // s + 1, (x.shape[3] - 1) // s + 1
-    out = np.zeros(x.shape[:2] + (oh, ow))
-    for a in range(3):
-        for b in range(3):
-            patch = xp[:, :, a:a + s * (oh - 1) + 1:s, b:b + s * (ow - 1) + 1:s]
-            out += patch * w[None, :, a, b, None, None]
-    return out
-
-
 @pytest.mark.parametrize("c,h,s", [(32, 56, 1), (96, 28, 2), (144, 14, 1), (192, 7, 1),
                                    (40, 15, 2)])
 def test_depthwise_on_mobilenet_maps(c, h, s):
@@ -113,6 +101,6 @@ def test_depthwise_on_mobilenet_maps(c, h, s):
     cg = compile_graph(g)
     assert cg.rules == ["conv", "depthwise"]
     mid = np.einsum("nchw,oc->nohw", x.astype(np.float64), w1[:, :, 0, 0].astype(np.float64))
-    want = np.clip(depthwise_ref(mid, wd[:, 0, 0], s), 0, 6)
+    want = np.clip(conv_ref(mid, wd, (s, s), (1, 1)), 0, 6)
     got = cg(x)[0]
     assert np.isfinite(got).all() and rel_err(got, want) <= TOL
