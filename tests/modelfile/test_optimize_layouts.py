@@ -10,6 +10,7 @@ import io
 
 import numpy as np
 import pytest
+import lite_runtime
 from conftest import TESTS, rel_err
 
 from megtrace.fbs.reader import read_model
@@ -175,6 +176,7 @@ def lite_layouts(lite, tmp_path_factory):
 @pytest.mark.parametrize("name", MODELS)
 def test_layout_dump_runs_in_lite(lite_layouts, name, option, batch):
     result = lite_layouts[name, option, batch]
+    lite_runtime.xfail_if_hung_in_its_jit(result)
     assert not isinstance(result, str), result
     (got,) = result.values()
     want = traced(name)[2] if batch == 1 else batch_of(name, batch)[1]

@@ -8,6 +8,7 @@ import collections
 
 import numpy as np
 import pytest
+import lite_runtime
 from conftest import TESTS, rel_err
 
 from megtrace.fbs.reader import read_model
@@ -127,6 +128,7 @@ def lite_padding(lite, tmp_path_factory):
 @pytest.mark.parametrize("name", MODELS)
 def test_padded_and_blocked_dumps_run_in_lite(lite_padding, name, option):
     result = lite_padding[name, option]
+    lite_runtime.xfail_if_hung_in_its_jit(result)
     assert not isinstance(result, str), result
     (got,) = result.values()
     assert rel_err(got, traced(name)[2]) <= 1e-4

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 import pytest
+import lite_runtime
 from conftest import rel_err
 
 from megtrace import interpreter
@@ -260,21 +261,13 @@ def _assert_equal(got: list[np.ndarray], want: list[np.ndarray], what: str) -> N
         assert not values or rel_err(g, w) <= 1e-5, f"{what} output {i}"
 
 
-def _xfail_if_lite_hung_in_its_jit(result) -> None:
-    """MegEngine Lite 1.13 deadlocks on some CPUs (seen on an AMD EPYC Zen 4) after its x86
-    JIT fails ("bad err=45 in Xbyak::Error") on the hybrid NCHW88 convolution; on the Xeon
-    hosts it runs these files to the eager values. A Lite fault, host-specific: xfail there."""
-    if isinstance(result, str) and "no progress" in result and "Xbyak" in result:
-        pytest.xfail("MegEngine Lite 1.13 hangs in its x86 JIT (Xbyak) on this CPU")
-
-
 @pytest.mark.parametrize("option", list(OPTIONS))
 def test_dump_runs_in_lite_equal_to_eager(dumped, case, option):
     entry = dumped[case][option]
     if _listed(case, {}, LITE_REFUSES):
         assert isinstance(entry.got, str) and entry.data, f"{case}: Lite runs it now"
         return
-    _xfail_if_lite_hung_in_its_jit(entry.got)
+    lite_runtime.xfail_if_hung_in_its_jit(entry.got)
     assert not isinstance(entry.got, str), f"{case} ({option}): {entry.got}"
     _assert_equal(list(entry.got.values()), entry.want, f"{case} ({option}) in Lite")
 
@@ -292,7 +285,7 @@ def test_dump_runs_in_lite_at_another_batch(dumped, batched_case, option):
     if _listed(case, {}, LITE_REFUSES):
         assert isinstance(entry.got_other, str) and entry.data, f"{case}: Lite runs it now"
         return
-    _xfail_if_lite_hung_in_its_jit(entry.got_other)
+    lite_runtime.xfail_if_hung_in_its_jit(entry.got_other)
     assert not isinstance(entry.got_other, str), f"{case} ({option}): {entry.got_other}"
     _assert_equal(list(entry.got_other.values()), want,
                   f"{case} ({option}) in Lite at batch {_batch(feeds)}")
