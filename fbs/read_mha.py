@@ -7,8 +7,8 @@ MegEngine's CPU kernel (its proxy of matmuls, Elemwise and Softmax) does with th
   attn_mask_type is DEFAULT_MASK (is_causal's hint) or USER_DEFINED_MASK, and ignored
   under NO_MASK, as the kernel does;
 - `reslink` is ignored: the CPU kernel never adds the query back (the CUDA one may);
-- `need_weights` changes nothing in the kernel; the attention weights as a used output
-  are not read (the op has one result);
+- `need_weights` (F.nn.multi_head_attention returning the attention weights) makes the
+  opr's second output, the softmax, the op's second result;
 - refused as MegEngine's CPU kernel refuses them: bias_k/bias_v (ONLY_BIASKV, ALL) and
   add_zero_attn (its attention-weight layout check), DEFAULT_MASK or USER_DEFINED_MASK
   with no mask input (it adds an absent mask); refused by megtrace: cuDNN-style masks,
@@ -66,5 +66,6 @@ def _mha(g, opr, ins, _shapes):
     params = MULTI_HEAD_ATTN.decode(f)
     if params["attn_mask_type"] not in MASK_TYPES:     # a mask under NO_MASK: not added
         ins, params["attn_mask_type"] = ins[:4], "NO_MASK"
-    (out,) = g.add_node(get("multi_head_attn"), ins, params, name_hint=opr.name or opr.type)
-    return [out] + [None] * (len(opr.outputs) - 1)
+    outs = list(g.add_node(get("multi_head_attn"), ins, params,
+                           name_hint=opr.name or opr.type))
+    return outs + [None] * (len(opr.outputs) - len(outs))

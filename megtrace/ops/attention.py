@@ -9,6 +9,8 @@ mask: (L, S) or (N * num_heads, L, S) (MegEngine's layout check; other ranks bro
 to the scores as its Elemwise ADD does). Heads split the projections into `num_heads`
 consecutive chunks; the scores are scaled by `sm_scaler`, then the mask is added
 (DEFAULT_MASK, is_causal's hint, and USER_DEFINED_MASK compute alike), then softmax.
+With `need_weights` the op has a second result, the softmax (N * num_heads, L, S): the
+opr's second output (MegEngine's kernel always fills it; the flag says it is used).
 Reading MegEngine's files goes through fbs/read_mha.py, which says which forms it takes.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .registry import MgeComposite, MgeOpr, OpDef, register
 
 _PARAMS = {"num_heads": 1, "qproj_size": 1, "kproj_size": 1, "vproj_size": 1, "oproj_size": 1,
            "qbias": False, "kbias": False, "vbias": False, "obias": False, "sm_scaler": 1.0,
-           "attn_mask_type": "NO_MASK"}
+           "attn_mask_type": "NO_MASK", "need_weights": False}
 # MegEngine's AttnMaskType members that add the mask input to the scores
 MASK_TYPES = ("DEFAULT_MASK", "USER_DEFINED_MASK")
 
@@ -70,8 +72,10 @@ def _infer(q, k, v, w, mask=None, **p):
     total = packed_size((q.shape[2], k.shape[2], v.shape[2], p["vproj_size"]), p)
     if w.shape != (1, total):
         raise ShapeError(f"multi_head_attn: io_weight_bias must be (1, {total}); got {w}")
-    _check_mask(mask, (q.shape[0] * h, q.shape[1], k.shape[1]), p["attn_mask_type"])
-    return TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
+    scores = (q.shape[0] * h, q.shape[1], k.shape[1])
+    _check_mask(mask, scores, p["attn_mask_type"])
+    out = TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
+    return (out, TensorType(scores, "float32")) if p["need_weights"] else out
 
 
 def _check_mask(mask, scores: tuple, mask_type: str) -> None:
@@ -123,7 +127,8 @@ def _compute(ops, q, k, v, w, mask, shapes, p):
     merged = ops.reshape(ops.transpose(ops.reshape(heads, (n, h, length, sizes[2] // h)),
                                        (0, 2, 1, 3)), (n, length, sizes[2]))
     out = project(merged, length, (3, sizes[2]), 7 if p["obias"] else None)
-    return ops.reshape(out, (n, length, sizes[3]))
+    out = ops.reshape(out, (n, length, sizes[3]))
+    return (out, probs) if p["need_weights"] else out
 
 
 class _NumPy:
@@ -168,7 +173,8 @@ class _Relax:
 
 
 def _eager(q, k, v, w, mask=None, **p):
-    return _compute(_NumPy, q, k, v, w, mask, [q.shape, k.shape, v.shape], p).astype(q.dtype)
+    out = _compute(_NumPy, q, k, v, w, mask, [q.shape, k.shape, v.shape], p)
+    return tuple(a.astype(q.dtype) for a in out) if p["need_weights"] else out.astype(q.dtype)
 
 
 def _lower(L, q, k, v, w, mask=None, **p):
@@ -178,7 +184,7 @@ def _lower(L, q, k, v, w, mask=None, **p):
 def _vjp(V, inputs, outputs, grads, **p):
     """Recompute the forward in Tensor ops, then walk it back by hand."""
     from .attention_vjp import attention_vjp
-    return attention_vjp(V, inputs, grads[0], p)
+    return attention_vjp(V, inputs, outputs, grads, p)
 
 
 def _fields(p: dict) -> dict:
@@ -194,7 +200,8 @@ MULTI_HEAD_ATTN = MgeOpr("MultiHeadAttn", "MultiHeadAttn", outputs=4, fields=_fi
 def _emit(em, types, p, inputs):
     fields = {**_fields(p), "embeding_size": types[0].shape[2], "k_size": types[1].shape[2],
               "v_size": types[2].shape[2]}
-    return em.opr(MULTI_HEAD_ATTN, fields, inputs)
+    outs = em.opr_all(MULTI_HEAD_ATTN, fields, inputs)
+    return outs[:2] if p["need_weights"] else outs[0]
 
 
 register(OpDef("multi_head_attn", eager=_eager, infer=_infer, lower=_lower, params=_PARAMS,

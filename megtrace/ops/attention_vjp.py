@@ -8,8 +8,12 @@ from __future__ import annotations
 from .attention import unpack
 
 
-def attention_vjp(V, inputs, g, p):
+def attention_vjp(V, inputs, outputs, grads, p):
+    """Gradients of the inputs given those of the output and, with need_weights, of the
+    attention weights (either may be None)."""
     F = V.F
+    g = grads[0] if grads[0] is not None else V.zeros_like(outputs[0])
+    g_weights = grads[1] if len(grads) > 1 else None
     q, k, v, w = inputs[:4]
     mask = inputs[4] if len(inputs) > 4 else None
     n, length, source = q.shape[0], q.shape[1], k.shape[1]
@@ -43,6 +47,8 @@ def attention_vjp(V, inputs, g, p):
     d_parts[7] = F.sum(g2, axis=0) if parts[7] is not None else None
     d_heads = split(F.matmul(g2, parts[3], transpose_b=True), length, sizes[2])
     d_probs = F.matmul(d_heads, vh, transpose_b=True)
+    if g_weights is not None:
+        d_probs = d_probs + g_weights
     d_vh = F.matmul(probs, d_heads, transpose_a=True)
     d_masked = probs * (d_probs - F.sum(d_probs * probs, axis=-1, keepdims=True))
     d_mask = V.sum_to(d_masked, tuple(mask.shape)) \

@@ -4,8 +4,8 @@ proxy kernel (run in the megref chroot:
 MEGREF_BIND=<repo> /work/shared/megref/mpy tests/data/make_megengine_mha_masks.py).
 
 Writes megengine_mha_masks/<name>.mge and megengine_mha_masks/io.npz: per model the
-packed weights `<name>.w`, the inputs `<name>.<input>` and MegEngine's output `<name>.y`
-(eager; the script checks that MegEngine's Lite runs its own dump to the same values).
+packed weights `<name>.w`, the inputs `<name>.<input>` and MegEngine's output `<name>.y` (and `<name>.weights`, the
+attention weights, where the model returns them) (eager; the script checks that MegEngine's Lite runs its own dump to the same values).
 Two models call the MultiHeadAttn builtin directly for params its Python API does not
 set: `reslink` (the CPU kernel ignores it) and a mask input under attn_mask_type NO_MASK
 (the kernel ignores the mask). MegEngine's CPU kernel refuses bias_k/bias_v and
@@ -55,10 +55,11 @@ def builtin_op(embed, heads, **kw):
 # call(m, q, k, v, **extra) -> output tensor
 def _module_call(const=None, **kw):
     """M.MultiHeadAttention's forward; `const` masks are captured (Lite takes no bool
-    inputs), the others are graph inputs."""
+    inputs), the others are graph inputs. With need_weights: (output, weights)."""
     def call(m, q, k, v, **extra):
         masks = {n: mge.tensor(a) for n, a in (const or {}).items()}
-        return m(q, k, v, **extra, **masks, **kw)[0]
+        out = m(q, k, v, **extra, **masks, **kw)
+        return out if kw.get("need_weights") else out[0]
     return call
 
 
@@ -86,13 +87,17 @@ def configs():
                                         "key_padding_mask": padding()}, _module_call()),
         "both_3d": (6, 2, True, False, {"attn_mask": f32(N * 2, L, S),
                                         "key_padding_mask": padding()}, _module_call()),
+        "weights": (8, 2, True, False, {"attn_mask": causal(L, S)},
+                    _module_call(need_weights=True)),
+        "weights_averaged": (6, 3, False, True, {},
+                             _module_call(need_weights=True, average_attn_weights=True)),
         "reslink": (8, 2, True, True, {}, _builtin_call(reslink=True)),
         "mask_type_none": (8, 2, True, False, {"attn_mask": causal(L, S)},
                            _builtin_call(tensor_combination_type="only_mask")),
     }
 
 
-def lite_run(path, inputs):
+def lite_run(path, inputs, outputs):
     from megenginelite import LiteNetwork
     net = LiteNetwork()
     net.load(path)
@@ -101,7 +106,7 @@ def lite_run(path, inputs):
         t.set_data_by_copy(np.ascontiguousarray(a))
     net.forward()
     net.wait()
-    return net.get_io_tensor(net.get_all_output_name()[0]).to_numpy()
+    return [net.get_io_tensor(n).to_numpy() for n in outputs]
 
 
 def refusals():
@@ -149,17 +154,19 @@ def main():
             x = t["q"]
             return call(m, x, t.get("k", x), t.get("v", x),
                         **{n: t[n] for n in extra})
-        y = fn(*[mge.tensor(arrays[n]) for n in names]).numpy()
+        ys = fn(*[mge.tensor(arrays[n]) for n in names])
+        ys = [t.numpy() for t in (ys if isinstance(ys, tuple) else (ys,))]
+        outs = ["y", "weights"][:len(ys)]
         f = trace(fn, symbolic=True, capture_as_const=True)
         f(*[mge.tensor(arrays[n]) for n in names])
         path = os.path.join(HERE, f"{name}.mge")
-        f.dump(path, arg_names=names, output_names=["y"])
-        lite = lite_run(path, {n: arrays[n] for n in names})
-        err = float(np.abs(lite - y).max())
+        f.dump(path, arg_names=names, output_names=outs)
+        lite = lite_run(path, {n: arrays[n] for n in names}, outs)
+        err = max(float(np.abs(a - y).max()) for a, y in zip(lite, ys))
         assert err <= 1e-5, (name, err)
         io[f"{name}.w"] = w
         io.update({f"{name}.{n}": arrays[n] for n in names})
-        io[f"{name}.y"] = y
+        io.update({f"{name}.{n}": y for n, y in zip(outs, ys)})
         print(name, "lite |err|", err)
     np.savez_compressed(os.path.join(HERE, "io.npz"), **io)
     with open(os.path.join(HERE, "refusals.json"), "w") as fh:

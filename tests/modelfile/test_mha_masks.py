@@ -1,8 +1,9 @@
-"""MultiHeadAttn with masks (and the params MegEngine's CPU kernel ignores or refuses)
-against real MegEngine 1.13 (tests/data/make_megengine_mha_masks.py): megtrace reads
-MegEngine's dumps and computes its outputs; it writes traces with masks as the same opr
-with MegEngine's params, which the real Lite runs to MegEngine's outputs; what MegEngine's
-CPU kernel refuses is refused on reading, naming the feature."""
+"""MultiHeadAttn with masks and returned attention weights, and the params MegEngine's
+CPU kernel ignores or refuses, against real MegEngine 1.13
+(tests/data/make_megengine_mha_masks.py): megtrace reads MegEngine's dumps and computes
+its outputs; it writes its traces as the same opr with MegEngine's params, which the real
+Lite runs to MegEngine's outputs; what MegEngine's CPU kernel refuses is refused on
+reading, naming the feature."""
 import json
 from pathlib import Path
 
@@ -33,6 +34,9 @@ MODELS = {
     "key_padding_bool": (8, 2, False, False, [], {"key_padding_mask": PADDING}),
     "both_2d": (8, 2, True, False, ["attn_mask", "key_padding_mask"], {}),
     "both_3d": (6, 2, True, False, ["attn_mask", "key_padding_mask"], {}),
+    "weights": (8, 2, True, False, ["attn_mask"], {"need_weights": True}),
+    "weights_averaged": (6, 3, False, True, [],
+                         {"need_weights": True, "average_attn_weights": True}),
 }
 # written by MegEngine through its builtin op only: reslink (ignored by the CPU kernel),
 # a mask under attn_mask_type NO_MASK (ignored)
@@ -44,6 +48,10 @@ def _io(name):
     return {k.split(".", 1)[1]: io[k] for k in io.files if k.startswith(f"{name}.")}
 
 
+def _outputs(name):
+    return [n for n in ("y", "weights") if n in _io(name)]
+
+
 def _mha_opr(path: Path):
     (opr,) = [o for o in read_model(path.read_bytes()).oprs if o.type == "MultiHeadAttn"]
     return opr
@@ -52,19 +60,23 @@ def _mha_opr(path: Path):
 @pytest.mark.parametrize("name", list(MODELS) + BUILTIN_ONLY)
 def test_megengine_dump_loads_and_computes_megengines_outputs(name):
     d = _io(name)
-    feeds = {k: v for k, v in d.items() if k not in ("w", "y")}
+    feeds = {k: v for k, v in d.items() if k not in ("w", "y", "weights")}
     got = load_graph(DATA / f"{name}.mge").run(**feeds)
-    assert rel_err(got["y"], d["y"]) <= 1e-5
+    assert sorted(got) == sorted(_outputs(name))
+    for out in got:
+        assert rel_err(got[out], d[out]) <= 1e-5, out
 
 
 def test_megengines_dumps_use_the_mask_input():
     """The golden files hold what they are meant to test: a fifth (mask) input of the
     MultiHeadAttn opr, with the mask type the hints ask for."""
     kinds = {name: _mha_opr(DATA / f"{name}.mge").params[0][1] for name in MODELS}
-    assert all(f["tensor_combination_type"] == "ONLY_MASK" for f in kinds.values())
+    masked = {n: f for n, f in kinds.items() if n != "weights_averaged"}
+    assert all(f["tensor_combination_type"] == "ONLY_MASK" for f in masked.values())
     assert kinds["causal_given"]["attn_mask_type"] == "DEFAULT_MASK"
-    assert {f["attn_mask_type"] for n, f in kinds.items() if n != "causal_given"} == \
+    assert {f["attn_mask_type"] for n, f in masked.items() if n != "causal_given"} == \
         {"USER_DEFINED_MASK"}
+    assert kinds["weights"]["need_weights"] and kinds["weights_averaged"]["need_weights"]
     assert _mha_opr(DATA / "reslink.mge").params[0][1]["reslink"] is True
 
 
@@ -83,12 +95,13 @@ def _dump_ours(name, tmp_path) -> tuple[Path, dict]:
 
     def fn(*ts):
         t = dict(zip(names, ts))
-        return m(t["q"], t.get("k", t["q"]), t.get("v", t["q"]),
-                 **{n: t[n] for n in extra}, **consts)[0]
+        out = m(t["q"], t.get("k", t["q"]), t.get("v", t["q"]),
+                **{n: t[n] for n in extra}, **consts)
+        return out if kwargs.get("need_weights") else out[0]
     f = trace(fn, symbolic=True, capture_as_const=True)
     f(*[mge.tensor(d[n]) for n in names])
     path = tmp_path / f"{name}.mge"
-    f.dump(path, arg_names=names, output_names=["y"])
+    f.dump(path, arg_names=names, output_names=_outputs(name))
     return path, {n: d[n] for n in names}
 
 
@@ -101,14 +114,16 @@ def test_megtrace_writes_megengines_opr_with_megengines_params(name, tmp_path):
     drop = ("seed",)                      # dropout's seed: the global one of each process
     assert {k: v for k, v in fields.items() if k not in drop} == \
         {k: v for k, v in their_fields.items() if k not in drop}
-    assert len(ours.inputs) == len(theirs.inputs) == 5
+    assert len(ours.inputs) == len(theirs.inputs)
     assert len(ours.outputs) == len(theirs.outputs)
 
 
 def test_megtrace_reads_its_own_dumps_back(tmp_path):
-    for name in ("both_3d", "causal_given"):
+    for name in ("both_3d", "causal_given", "weights"):
         path, feeds = _dump_ours(name, tmp_path)
-        assert rel_err(load_graph(path).run(**feeds)["y"], _io(name)["y"]) <= 1e-5
+        got = load_graph(path).run(**feeds)
+        for out in _outputs(name):
+            assert rel_err(got[out], _io(name)[out]) <= 1e-5, (name, out)
 
 
 def _causal_without_mask(tmp_path):
@@ -133,13 +148,14 @@ def test_lite_runs_megtraces_dumps_to_megengines_outputs(lite, tmp_path):
     for name in MODELS:
         path, feeds = _dump_ours(name, tmp_path)
         jobs.append((path, feeds))
-        wants.append(_io(name)["y"])
+        wants.append({out: _io(name)[out] for out in _outputs(name)})
     path, feeds, want = _causal_without_mask(tmp_path)
     jobs.append((path, feeds))
-    wants.append(want)
+    wants.append({"y": want})
     for (path, _), got, want in zip(jobs, lite.run_models(jobs), wants, strict=True):
         assert not isinstance(got, str), f"{path.name}: {got}"
-        assert rel_err(got["y"], want) <= 1e-5, path.name
+        for out, w in want.items():
+            assert rel_err(got[out], w) <= 1e-5, (path.name, out)
 
 
 def test_causal_without_mask_reads_back(tmp_path):
