@@ -67,6 +67,30 @@ def test_megengine_dump_loads_and_computes_megengines_outputs(name):
         assert rel_err(got[out], d[out]) <= 1e-5, out
 
 
+def test_megengines_fbs_v1_dump_loads():
+    """The older FBS format numbers every output of every opr: MultiHeadAttn has four."""
+    d = _io("weights")
+    got = load_graph(DATA / "weights_fbs.mge").run(q=d["q"], k=d["k"], v=d["v"],
+                                                   attn_mask=d["attn_mask"])
+    for out in ("y", "weights"):
+        assert rel_err(got[out], d[out]) <= 1e-5, out
+
+
+@pytest.mark.lite
+def test_lite_runs_megtraces_fbs_v1_dump(lite, tmp_path):
+    feeds = {n: _io("weights")[n] for n in ("q", "k", "v", "attn_mask")}
+    v1 = tmp_path / "weights_fbs.mge"
+    m = _module("weights")
+    f = trace(lambda q, k, v, a: m(q, k, v, attn_mask=a, need_weights=True), symbolic=True,
+              capture_as_const=True)
+    f(*[mge.tensor(feeds[n]) for n in ("q", "k", "v", "attn_mask")])
+    f.dump(v1, arg_names=["q", "k", "v", "attn_mask"], output_names=["y", "weights"],
+           dump_format="FBS")
+    for got in (lite.run_model(v1, feeds), load_graph(v1).run(**feeds)):
+        for out in ("y", "weights"):
+            assert rel_err(got[out], _io("weights")[out]) <= 1e-5, out
+
+
 def test_megengines_dumps_use_the_mask_input():
     """The golden files hold what they are meant to test: a fifth (mask) input of the
     MultiHeadAttn opr, with the mask type the hints ask for."""
