@@ -284,20 +284,24 @@ def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch)
     check(cg(x)[0], np.clip(conv_ref(mid, dw, (s, s), (1, 1)) + b2, 0, 6))
 
 
-@pytest.mark.parametrize("shape,reg,owp", [((1, 16, 112, 112, 96, 2), 4, 56),
-                                           ((1, 24, 56, 56, 144, 1), 4, 56),
-                                           ((1, 24, 56, 56, 144, 2), 4, 28),
-                                           ((1, 16, 26, 26, 32, 2), 7, 14)])
-def test_expand_depthwise_tiling_widens_expanded_rows_not_depthwise_tiles(shape, reg, owp):
-    """MobileNetV2's 112 s2 pair needs 113 expanded columns (prime) and its 56 s1 pair
-    58: the 1x1 tile's row is widened rather than the depthwise tile narrowed to 2."""
-    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, tiling
+@pytest.mark.parametrize("shape,reg,owp,w2", [((1, 16, 112, 112, 96, 2), 4, 56, 112),
+                                              ((1, 24, 56, 56, 144, 1), 4, 56, 56),
+                                              ((1, 24, 56, 56, 144, 2), 4, 28, 56),
+                                              ((1, 16, 26, 26, 32, 2), 7, 14, 26),
+                                              ((1, 8, 13, 11, 48, 2), 3, 6, 11),
+                                              ((1, 32, 7, 7, 192, 1), 7, 7, 8)])
+def test_expand_depthwise_tiling_computes_only_input_columns(shape, reg, owp, w2):
+    """The 1x1 tile covers the input's columns (MobileNetV2's 112/56-wide rows: 14-column
+    tiles, none extra; the depthwise conv's padding columns are a guard, not computed:
+    the 112 s2 pair computed 117 columns for 113 before, clamped reads made the tile's
+    columns separate addresses), and a strip computes only the rows it reads."""
+    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, strip_rows, tiling
     pair = PairShape(*shape)
     t = tiling(pair)
-    assert (t.reg, t.owp) == (reg, owp)
-    need = (t.owp - 1) * pair.stride + 3
-    assert need <= t.w2 < need + t.reg1 and t.w2 % t.reg1 == 0
+    assert (t.reg, t.owp, t.w2) == (reg, owp, w2)
+    assert pair.w <= t.w2 < pair.w + t.reg1 and t.w2 % t.reg1 == 0
     assert pair.oh % t.rows == 0
+    assert strip_rows(t.rows, pair.stride) == (t.rows - 1) * pair.stride + 3
 
 
 @pytest.mark.parametrize("c,icb,steps", [(24, 8, 3), (20, 4, 5), (16, 16, 1), (96, 16, 6),
