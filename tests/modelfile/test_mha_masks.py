@@ -39,8 +39,9 @@ MODELS = {
                          {"need_weights": True, "average_attn_weights": True}),
 }
 # written by MegEngine through its builtin op only: reslink (ignored by the CPU kernel),
-# a mask under attn_mask_type NO_MASK (ignored)
-BUILTIN_ONLY = ["reslink", "mask_type_none"]
+# a mask under attn_mask_type NO_MASK (ignored); and a module left in training mode
+# (training=True, dropout rates 0)
+MEGENGINE_ONLY = ["reslink", "mask_type_none", "training_mode"]
 
 
 def _io(name):
@@ -57,7 +58,7 @@ def _mha_opr(path: Path):
     return opr
 
 
-@pytest.mark.parametrize("name", list(MODELS) + BUILTIN_ONLY)
+@pytest.mark.parametrize("name", list(MODELS) + MEGENGINE_ONLY)
 def test_megengine_dump_loads_and_computes_megengines_outputs(name):
     d = _io(name)
     feeds = {k: v for k, v in d.items() if k not in ("w", "y", "weights")}
@@ -102,6 +103,7 @@ def test_megengines_dumps_use_the_mask_input():
         {"USER_DEFINED_MASK"}
     assert kinds["weights"]["need_weights"] and kinds["weights_averaged"]["need_weights"]
     assert _mha_opr(DATA / "reslink.mge").params[0][1]["reslink"] is True
+    assert _mha_opr(DATA / "training_mode.mge").params[0][1]["training"] is True
 
 
 def _module(name):
