@@ -6,7 +6,8 @@ MegEngine's CPU kernel (its proxy of matmuls, Elemwise and Softmax) does with th
 - a mask input (tensor_combination_type ONLY_MASK) is added to the scaled scores when
   attn_mask_type is DEFAULT_MASK (is_causal's hint) or USER_DEFINED_MASK, and ignored
   under NO_MASK, as the kernel does;
-- `reslink` is ignored: the CPU kernel never adds the query back (the CUDA one may);
+- `reslink` is ignored: MegEngine documents it as adding the query to the output, but
+  its CPU kernel never does (real MegEngine's output for such a file is the plain one);
 - `need_weights` (F.nn.multi_head_attention returning the attention weights) makes the
   opr's second output, the softmax, the op's second result;
 - refused as MegEngine's CPU kernel refuses them: bias_k/bias_v (ONLY_BIASKV, ALL) and
@@ -21,6 +22,7 @@ from megtrace.ops import get
 from megtrace.ops.attention import MASK_TYPES, MULTI_HEAD_ATTN
 
 from .to_graph import rule
+
 
 def _cpu_refuses(f: dict, ins) -> str:
     """MegEngine 1.13's CPU kernel on bias_kv and zero attention: its check_exec's message
