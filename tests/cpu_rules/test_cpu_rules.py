@@ -206,6 +206,40 @@ def test_blocked_layout_persists_and_padded_channels_stay_zero(rng):
     check(cg(x)[0], np.maximum(conv_ref(r, w3, padding=(1, 1)) + r, 0))
 
 
+def test_inference_batch_norm_scale_is_in_the_conv_weights(rng):
+    """conv -> batch_norm -> clip and depthwise -> batch_norm: each kernel's epilogue
+    takes one shift vector (the scale is folded into the packed weights), not mean,
+    scale and beta; results as computed in float64 from the unfolded graph."""
+    from megtrace.relay_bridge.pipelines import lower_graph
+    from megtrace.relay_bridge.targets import resolve
+    x, w, dw = f32(rng, 1, 3, 10, 10), f32(rng, 24, 3, 3, 3), f32(rng, 24, 1, 1, 3, 3)
+    stats = [(f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1),
+              f32(rng, 1, 24, 1, 1, lo=0.5, hi=2.0)) for _ in range(2)]
+    b = G()
+
+    def bn(y, i):
+        gamma, beta, mean, var = stats[i]
+        return b.op("batch_norm", y, b.const(gamma), b.const(beta), b.const(mean),
+                    b.const(var))
+    y = b.op("clip", bn(b.op("conv2d", b.input(x), b.const(w), padding=(1, 1)), 0),
+             lower=0.0, upper=6.0)
+    y = bn(b.op("conv2d", y, b.const(dw), padding=(1, 1)), 1)
+    cg = b.compile(y)
+    assert cg.rules == ["conv", "depthwise"]
+    mod, _ = lower_graph(b.g, resolve(None), "rules")
+    kernels = {str(f.attrs["megtrace.rule"]): f for f in mod.functions.values()
+               if f.attrs is not None and "megtrace.rule" in f.attrs}
+    # (input, packed weight, shift, output)
+    assert len(kernels["conv2d_nchw16c"].params) == 4
+    assert len(kernels["depthwise_nchw16c"].params) == 4
+
+    def ref_bn(r, i):
+        gamma, beta, mean, var = (a.astype(np.float64) for a in stats[i])
+        return (r - mean) / np.sqrt(var + 1e-5) * gamma + beta
+    r = np.clip(ref_bn(conv_ref(x, w, padding=(1, 1)), 0), 0, 6)
+    check(cg(x)[0], ref_bn(conv_ref(r, dw, padding=(1, 1)), 1))
+
+
 def test_value_with_two_users_stays_blocked(rng):
     x, wt, scale = f32(rng, 1, 8, 9, 9), f32(rng, 20, 8, 3, 3), f32(rng, 1, 20, 1, 1)
     b = G()
