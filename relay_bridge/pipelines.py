@@ -13,7 +13,7 @@ from ._tvm import relax, tvm
 from .cpu import to_relax_cpu
 from .cpu.batch_split import split_batch
 from .cpu.common_subexpr import merge_common_subexprs
-from .cpu.dead_taps import crop_dead_taps
+from .cpu.dead_taps import crop_dead_taps, split_positions
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
 from .cpu.zero_pad import concat_zeros_as_pad
@@ -34,6 +34,7 @@ def lower_graph(graph: Any, target: Any, base: str,
     graph = merge_common_subexprs(graph)     # a value computed twice is computed once
     graph = as_subpixel_convs(graph)         # transposed convs as (rule-run) convs
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
+    graph = split_positions(graph)           # 2x2 maps: each output its own taps
     graph = concat_zeros_as_pad(graph)       # zeros from a bounds check, not an array
     if base == "rules":
         # an inference BatchNorm's scale in the conv weights: the kernel's epilogue adds

@@ -32,6 +32,10 @@ class ConvShape:
     stride: tuple[int, int] = (1, 1)
     padding: tuple[int, int] = (0, 0)
     blocked_input: bool = True
+    # the conv's kh x kw taps are taps[offset:] of a packed weight of `taps` taps (one
+    # output position's taps of a weight packed once: dead_taps.split_positions)
+    taps: tuple[int, int] | None = None
+    tap_offset: tuple[int, int] = (0, 0)
 
     @property
     def oh(self) -> int:
@@ -57,7 +61,8 @@ class ConvShape:
 
     @property
     def weight_shape(self) -> tuple[int, ...]:
-        return (blocks(self.oc), ceil_div(self.c, self.icb), self.kh, self.kw, self.icb, BLOCK)
+        kh, kw = self.taps or (self.kh, self.kw)
+        return (blocks(self.oc), ceil_div(self.c, self.icb), kh, kw, self.icb, BLOCK)
 
     @property
     def flops(self) -> int:
@@ -193,11 +198,12 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
     ici = te.reduce_axis((0, icb), "ici")
     # a blocked input's reduction block of icb < 16 channels is part of a 16-block
     per = BLOCK // icb if shape.blocked_input else 1
+    th, tw = shape.tap_offset
     full = te.compute(
         (shape.n, blocks(shape.oc), shape.oh, owp, BLOCK),
         lambda n, ko, y, z, ki: te.sum(src[n, ico // per, y * sh + rh, z * sw + rw,
                                            (ico % per) * icb + ici]
-                                       * wt[ko, ico, rh, rw, ici, ki],
+                                       * wt[ko, ico, rh + th, rw + tw, ici, ki],
                                        axis=[ico, rh, rw, ici]), name="conv")
     out = blocked_output(full, shape.out_shape, shape.oc, epilogue, vectors, tensors)
 

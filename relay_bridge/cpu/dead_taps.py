@@ -94,3 +94,80 @@ def _rewrite(node: Node, ins: list[Var], new: Graph) -> tuple[Var]:
         if len(pieces) > 1:
             y = add("concat", pieces, axis=axis)
     return (y,)
+
+
+# A conv's output positions each get their own conv when the map is at most this many
+# positions per axis, the batch at least MIN_BATCH (the conv rule's 1x1-output tile
+# stacks images: conv.stacked_tile) and the channels at least MIN_CHANNELS.
+SPLIT_MAX_OUT = 2
+SPLIT_MIN_BATCH = 8
+SPLIT_MIN_CHANNELS = 64
+
+
+def split_positions(graph: Graph) -> Graph:
+    """`graph` with every float32 stride-1 conv2d on a map of at most 2x2 outputs whose
+    positions meet different taps (a 3x3 pad-1 conv on a 2x2 map: each output meets 4 of
+    the 9 taps, and cropping the dead ones, above, keeps all 9) computed as one conv per
+    output position over its own taps and input rows, the positions concatenated back.
+    ResNet-18's 2x2 stage in a training step (32x32 images: 256 channels, 64x64: 512):
+    Zen 5, 1 thread, CPU time, the kernel alone, 512 channels batch 32: 2.38 ms for the
+    padded conv, 4 x 0.26 ms for the positions (each a 2x2-tap conv to one output)."""
+    if not any(_positions(n) is not None for n in graph.nodes):
+        return graph
+    return graph.rewrite(lambda node, ins, new, _remap:
+                         _split(node, ins, new) if _positions(node) is not None else None)
+
+
+def _positions(node: Node):
+    """Per spatial axis, per output position (first tap, end tap, first input row), or
+    None when the rewrite does not apply."""
+    if node.op.name != "conv2d" or node.outputs[0].type.size == 0:
+        return None
+    x, w = node.inputs[:2]
+    if x.type.dtype != "float32" or w.type.dtype != "float32" or w.type.ndim != 4:
+        return None
+    p = node.kwargs
+    if tuple(p["dilation"]) != (1, 1) or tuple(p["stride"]) != (1, 1):
+        return None
+    n, c = x.type.shape[:2]
+    out = node.outputs[0].type.shape
+    if n < SPLIT_MIN_BATCH or min(c, out[1]) < SPLIT_MIN_CHANNELS or \
+            max(out[2:]) > SPLIT_MAX_OUT or out[2] * out[3] < 2:
+        return None
+    axes = []
+    for i in range(2):
+        size, kernel, pad = x.type.shape[2 + i], w.type.shape[2 + i], p["padding"][i]
+        spans = []
+        for o in range(out[2 + i]):
+            first, end = max(0, pad - o), min(kernel, size + pad - o)
+            if first >= end:
+                return None                    # a dead output: crop_dead_taps' work
+            spans.append((first, end, o + first - pad))
+        axes.append(spans)
+    if all(e - f == w.type.shape[2 + i] for i, spans in enumerate(axes) for f, e, _ in spans):
+        return None                            # every position meets every tap
+    return axes
+
+
+def _split(node: Node, ins: list[Var], new: Graph) -> tuple[Var]:
+    x, w = ins[:2]
+    rows, cols = _positions(node)
+    name = node.outputs[0].name_hint
+
+    def add(opname, inputs, **params):
+        return new.add_node(op(opname), inputs, params, name)[0]
+
+    def part(var, index):
+        index = tuple((axis, a, b, None, None) for axis, a, b in index
+                      if (a, b) != (0, var.type.shape[axis]))
+        return add("subtensor", [var], index=index) if index else var
+
+    grid = []
+    for f0, e0, r in rows:
+        line = []
+        for f1, e1, c in cols:
+            xs = part(x, ((2, r, r + e0 - f0), (3, c, c + e1 - f1)))
+            ws = part(w, ((2, f0, e0), (3, f1, e1)))
+            line.append(add("conv2d", [xs, ws], **{**node.kwargs, "padding": (0, 0)}))
+        grid.append(add("concat", line, axis=3) if len(line) > 1 else line[0])
+    return (add("concat", grid, axis=2) if len(grid) > 1 else grid[0],)

@@ -57,6 +57,28 @@ def to_relax_cpu(graph: Graph, func_name: str = "main", amx: bool = False,
     return _CpuLowering(graph, amx, on_kernel).build(func_name)
 
 
+def _tap_window(node: Node, graph: Graph, users: dict) -> tuple[Var, tuple[int, int]] | None:
+    """(whole weight, tap offset) when `node` slices a runtime float32 4-D value along its
+    two spatial axes only, with step 1, and only the conv2d's (weight operand) read it."""
+    if node.op.name != "subtensor" or len(node.inputs) != 1:
+        return None
+    src, out = node.inputs[0], node.outputs[0]
+    if src in graph.consts or src.type.ndim != 4 or src.type.dtype != "float32":
+        return None
+    offset = [0, 0]
+    for axis, begin, end, step, idx in node.kwargs["index"]:
+        if axis not in (2, 3) or idx is not None or step not in (None, 1) or \
+                (begin is not None and begin < 0) or (end is not None and end < 0):
+            return None
+        offset[axis - 2] = begin or 0
+    readers = users.get(out, [])
+    if not readers or out in graph.outputs or any(
+            r.op.name != "conv2d" or r.inputs[1] is not out or r.inputs[0] is out
+            for r in readers):
+        return None
+    return src, (offset[0], offset[1])
+
+
 class _CpuLowering:
     def __init__(self, graph: Graph, amx: bool = False,
                  on_kernel: Callable[[str, Any], None] | None = None):
@@ -85,6 +107,23 @@ class _CpuLowering:
                 self.pool_grad_at[m.nodes[-1]] = m
                 self.absorbed.update(m.nodes[:-1])
         self.users = graph.users()
+        # runtime conv weights that are a tap window of another weight (one output
+        # position's conv: dead_taps.split_positions): the conv reads the whole weight,
+        # packed once, at an offset, and the window is never made
+        # (only when the windows of a weight hold more taps than it: one dead-tap crop's
+        # window, the centre tap of a 3x3 weight, is cheaper packed alone)
+        self.tap_windows: dict[Var, tuple[Var, tuple[int, int]]] = {}
+        windows: dict[Var, list[Node]] = {}
+        for node in graph.nodes:
+            window = _tap_window(node, graph, self.users)
+            if window is not None:
+                windows.setdefault(window[0], []).append(node)
+        for whole, nodes in windows.items():
+            if sum(n.outputs[0].type.size for n in nodes) < whole.type.size:
+                continue
+            for node in nodes:
+                self.tap_windows[node.outputs[0]] = _tap_window(node, graph, self.users)
+                self.absorbed.add(node)
         self.fused: set[Node] = set()        # groups computed inside an earlier kernel
         # scores group -> (match, shape, bases, kernel, heads transpose) of a fused attention
         self.attention: dict[Group, tuple[AttentionMatch, att.AttentionShape, list[Var],
@@ -214,13 +253,13 @@ class _CpuLowering:
         te, rule = tvm().te, None
         if group.kind == "conv":
             shape = ConvShape(oc=w.type.shape[0], **geometry)
-            if self._amx_conv(shape, w):
+            if w not in self.tap_windows and self._amx_conv(shape, w):
                 rule = "conv_amx"
                 func = self._kernel(amx_conv.conv2d_amx, shape, group.epilogue)
                 weights = [self._const(("conv_amx", w), lambda: self.weights.constant(
                     amx_conv.pack_conv_weight(consts[w]))),
                     self._const(("amx_config",), amx_rule.tile_config)]
-            elif self._winograd(shape, w):
+            elif w not in self.tap_windows and self._winograd(shape, w):
                 rule, blocked_in = "winograd", True
                 shape = replace(shape, blocked_input=True)
                 self.get_blocked(x)          # a plain (training BatchNorm's) input: packed
@@ -237,6 +276,11 @@ class _CpuLowering:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 weights = [self._const(("conv", w, shape.icb), lambda: self.weights.constant(
                     L.pack_conv_weight(consts[w], shape.icb)))]
+            elif w in self.tap_windows:
+                whole, offset = self.tap_windows[w]
+                shape = replace(shape, taps=tuple(whole.type.shape[2:]), tap_offset=offset)
+                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
+                weights = [self._packed_weight(whole, shape)]
             else:
                 func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 weights = [self._packed_weight(w, shape)]
