@@ -7,7 +7,9 @@ Inputs are MegEngine's: query (N, L, Eq), key (N, S, Ek), value (N, S, Ev), the 
 biases the flags ask for, and, when `attn_mask_type` is not NO_MASK, the merged additive
 mask: (L, S) or (N * num_heads, L, S) (MegEngine's layout check; other ranks broadcast
 to the scores as its Elemwise ADD does). Heads split the projections into `num_heads`
-consecutive chunks; the scores are scaled by `sm_scaler`, then the mask is added
+consecutive chunks (a projection size of 0: no weight, every head sees the whole input;
+an output size of 0: the merged heads are the result); the scores are scaled by
+`sm_scaler`, then the mask is added
 (DEFAULT_MASK, is_causal's hint, and USER_DEFINED_MASK compute alike), then softmax.
 With `need_weights` the op has a second result, the softmax (N * num_heads, L, S): the
 opr's second output (MegEngine's kernel always fills it; the flag says it is used).
@@ -115,8 +117,10 @@ def _check_mask(mask, scores: tuple, mask_type: str) -> None:
         return
     shape = tuple(mask.shape)
     want = {2: scores[1:], 3: scores}.get(len(shape))
-    fits = shape == want if want is not None else \
-        len(shape) < 2 and np.broadcast_shapes(shape, scores) == scores
+    if want is not None:
+        fits = shape == want
+    else:
+        fits = len(shape) < 2 and all(d in (1, s) for d, s in zip(shape[::-1], scores[::-1]))
     if not fits:
         raise ShapeError(f"multi_head_attn: attn_mask.shape should be "
                          f"{list(want or scores)}, but got {list(shape)}")
