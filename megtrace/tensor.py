@@ -321,10 +321,27 @@ class Tensor:
 
 def _created_in_trace(t: Tensor) -> None:
     """Tensors made inside a traced function are constants of its graph (MegEngine: Const)."""
-    from .dispatch import active_recorder
-    rec = active_recorder()
+    global _recorders
+    if _recorders is None:      # dispatch imports this module: bound on first use
+        from .dispatch import _active
+        _recorders = _active
+    stack = _recorders.stack
+    rec = stack[-1] if stack else None
     if rec is not None:
         rec.created(t)
+
+
+_recorders = None     # dispatch._active (the per-thread recorder stack) once imported
+
+
+def constant(array: np.ndarray, device=None) -> Tensor:
+    """`Tensor(array, device=device)` for an array already of a plain megtrace dtype
+    (float32, int32, ...; not quantized) and C-contiguous, without Tensor()'s
+    conversions: the scalar constants of functionals and gradient rules, many per
+    replayed op."""
+    t = Tensor._wrap(array, device=device)
+    _created_in_trace(t)
+    return t
 
 
 def _check_format(format: str) -> str:

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .. import dispatch
 from ..ops import NOT_DIFFERENTIABLE, OpDef
+from ..device import as_device as _as_device
+from ..tensor import Tensor as _Tensor
 from .context import VjpContext
 
 _recording: list["Tape"] = []      # tapes that record, oldest first
@@ -27,11 +31,18 @@ class _Var:
 
 
 class _Node:
-    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars")
+    """`in_shapes` None: the shapes of `saved[0]` (an op's inputs as recorded), read only
+    when a gradient reaches them (most shapes are never asked for)."""
+    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars", "saved")
 
-    def __init__(self, name, backward, in_vars, in_shapes, out_vars):
+    def __init__(self, name, backward, in_vars, in_shapes, out_vars, saved=None):
         self.name, self.backward = name, backward
         self.in_vars, self.in_shapes, self.out_vars = in_vars, in_shapes, out_vars
+        self.saved = saved
+
+    def in_shape(self, i: int) -> tuple:
+        shapes = self.in_shapes
+        return shapes[i] if shapes is not None else _shape(self.saved[0][i])
 
 
 def is_differentiable_dtype(dtype) -> bool:
@@ -60,22 +71,23 @@ class Tape:
     def enter(self) -> "Tape":
         self.recording = True
         _recording.append(self)
-        dispatch.tape_hook = record_op
+        _set_hook()
         return self
 
     def exit(self) -> None:
         if self in _recording:
             _recording.remove(self)
-        if not _recording:
-            dispatch.tape_hook = None
+        _set_hook()
         self.recording = False
         self.nodes, self.callbacks = [], {}
 
     def suppress(self) -> None:
         self.suppressed += 1
+        _set_hook()
 
     def resume(self) -> None:
         self.suppressed -= 1
+        _set_hook()
 
     # -- tracking -----------------------------------------------------------------------
     def var_of(self, t) -> _Var | None:
@@ -127,25 +139,37 @@ class Tape:
         self.suppress()
         for t in others:
             t.suppress()
+        callbacks = self.callbacks
         try:
             for node in reversed(self.nodes):
-                outs = tuple(grads.pop(v, None) for v in node.out_vars)
-                for var, g in zip(node.out_vars, outs):
-                    if g is not None and var in self.callbacks:
-                        self.callbacks.pop(var)(g)
-                if all(g is None for g in outs):
-                    continue
-                wanted = tuple(v is not None for v in node.in_vars)
+                out_vars = node.out_vars
+                if len(out_vars) == 1:      # most ops: no tuple built for nothing
+                    g = grads.pop(out_vars[0], None)
+                    if g is None:
+                        continue
+                    if callbacks and out_vars[0] in callbacks:
+                        callbacks.pop(out_vars[0])(g)
+                    outs = (g,)
+                else:
+                    outs = tuple([grads.pop(v, None) for v in out_vars])
+                    for var, g in zip(out_vars, outs):
+                        if g is not None and var in callbacks:
+                            callbacks.pop(var)(g)
+                    if all(g is None for g in outs):
+                        continue
+                in_vars = node.in_vars
+                wanted = tuple([v is not None for v in in_vars])
                 in_grads = node.backward(outs, wanted)
-                if len(in_grads) != len(node.in_vars):
+                if len(in_grads) != len(in_vars):
                     raise RuntimeError(f"{node.name}: the gradient rule returned "
                                        f"{len(in_grads)} gradient(s) for "
-                                       f"{len(node.in_vars)} input(s)")
-                for var, g, shape in zip(node.in_vars, in_grads, node.in_shapes):
+                                       f"{len(in_vars)} input(s)")
+                for i, (var, g) in enumerate(zip(in_vars, in_grads)):
                     if var is None or g is None:
                         continue
-                    _check_shape(node.name, g, shape)
-                    _accumulate(grads, var, g)
+                    _check_shape(node.name, g, node.in_shape(i))
+                    prev = grads.get(var)
+                    grads[var] = g if prev is None else prev + g
             for var, g in grads.items():
                 callback = self.callbacks.pop(var, None)
                 if callback is not None:
@@ -157,20 +181,34 @@ class Tape:
 
 
 def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
-    """dispatch.apply's hook while a tape records: a node for each tape that tracks an
-    input of `op`."""
+    """dispatch.apply's hook while a tape records (and is not suppressed): a node for
+    each such tape that tracks an input of `op`. What `add_node` does, inlined: every
+    op of a recorded forward pass (and of a traced step's replay) comes here."""
     if op.vjp is NOT_DIFFERENTIABLE:
         return
-    saved: list = []
-    backward, recorded = _op_backward(op, params, saved), False
+    saved = backward = None
     for tape in _recording:
-        if not tape.suppressed and any(tape.var_of(t) is not None for t in inputs):
-            tape.add_node(op.name, backward, inputs, outputs)
-            recorded = True
-    if recorded:
+        if tape.suppressed:
+            continue
+        in_vars = [None if (ad := t._ad) is None else ad.get(tape) for t in inputs]
+        if in_vars.count(None) == len(in_vars):
+            continue
+        if saved is None:
+            saved = []
+            backward = _op_backward(op, params, saved)
+        out_vars = [tape._track(t) if _carries_gradient(t.dtype) else _Var()
+                    for t in outputs]
+        tape.nodes.append(_Node(op.name, backward, in_vars, None, out_vars, saved))
+    if saved is not None:
         # the tensors as they are now (tracked): an in-place update (x += 1) later
         # rebinds the objects themselves
         saved[:] = [tuple(map(_snapshot, inputs)), tuple(map(_snapshot, outputs))]
+
+
+def _set_hook() -> None:
+    """dispatch.apply calls record_op only while some tape records unsuppressed (not
+    for every op of a backward pass)."""
+    dispatch.tape_hook = record_op if any(not t.suppressed for t in _recording) else None
 
 
 def _op_backward(op: OpDef, params: dict, saved: list):
@@ -184,9 +222,18 @@ def _op_backward(op: OpDef, params: dict, saved: list):
     return backward
 
 
+_new = object.__new__
+
+
 def _snapshot(t):
-    copy = type(t)._wrap(t._value, t._var, t._owner, t._device)
-    copy._ad = t._ad
+    """A copy of `t` as it is now (Tensor._wrap's fields, set here: no call)."""
+    copy = _new(_Tensor)
+    value = t._value
+    if value is not None and type(value) is not np.ndarray:
+        value = np.asarray(value)
+    copy._value, copy._var, copy._owner, copy._version = value, t._var, t._owner, 0
+    copy._name, copy._qparams, copy._format, copy._ad = "", None, "default", t._ad
+    copy._device = t._device if t._device is not None else _as_device(None)
     if dispatch.dtr is not None:
         dispatch.dtr.share(t, copy)      # evicted and recomputed with t (eager DTR)
     return copy
@@ -202,7 +249,7 @@ def _shape(t) -> tuple:
 
 def _check_shape(name: str, g, shape: tuple) -> None:
     got = tuple(g.shape)
-    if all(isinstance(d, int) for d in got + shape) and got != shape:
+    if got != shape and all(isinstance(d, int) for d in got + shape):
         raise RuntimeError(f"{name}: the gradient rule returned shape {got} for an input "
                            f"of shape {shape}")
 

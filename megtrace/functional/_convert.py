@@ -8,7 +8,7 @@ from ..dispatch import apply
 from ..ops import quantized_eager
 from ..ops.quantized import spec as quantized_spec
 from ..errors import DTypeError
-from ..tensor import Tensor
+from ..tensor import Tensor, constant
 
 _F32 = np.dtype(np.float32)
 
@@ -16,6 +16,10 @@ _F32 = np.dtype(np.float32)
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
+    kind = type(value)
+    if (kind is float or kind is int) and like is not None and like.dtype is _F32:
+        # what Tensor(value, dtype=float32) below makes (as_array: asarray, then astype)
+        return constant(np.asarray(value).astype(_F32))
     if isinstance(value, (bool, int, float, np.generic)) and like is not None:
         if isinstance(value, float) and not _dt.is_float(_dt.name_of(like.dtype)):
             return Tensor(value, dtype="float32")
