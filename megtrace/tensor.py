@@ -271,8 +271,7 @@ class Tensor:
         """Make this tensor hold `other`'s value (MegEngine's _reset: x[...] = v, x += y)."""
         if not isinstance(other, Tensor):
             other = Tensor(other, dtype=self.dtype, device=self.device)
-        from .dispatch import active_recorder
-        rec = active_recorder()
+        rec = _active_recorder()
         if rec is not None and other._owner is None and hasattr(rec, "rebind"):
             rec.rebind(self, other)
         elif rec is not None and other._owner is rec and self._owner is not rec and \
@@ -324,17 +323,23 @@ class Tensor:
 
 def _created_in_trace(t: Tensor) -> None:
     """Tensors made inside a traced function are constants of its graph (MegEngine: Const)."""
-    global _recorders
-    if _recorders is None:      # dispatch imports this module: bound on first use
-        from .dispatch import _active
-        _recorders = _active
-    stack = _recorders.stack
-    rec = stack[-1] if stack else None
+    rec = _active_recorder()
     if rec is not None:
         rec.created(t)
 
 
 _recorders = None     # dispatch._active (the per-thread recorder stack) once imported
+
+
+def _active_recorder():
+    """dispatch.active_recorder() without an import statement per call (dispatch imports
+    this module, so it is bound on first use)."""
+    global _recorders
+    if _recorders is None:
+        from .dispatch import _active
+        _recorders = _active
+    stack = _recorders.stack
+    return stack[-1] if stack else None
 
 
 def constant(array: np.ndarray, device=None) -> Tensor:
