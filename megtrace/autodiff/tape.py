@@ -20,6 +20,7 @@ from ..ops import NOT_DIFFERENTIABLE, OpDef
 from ..device import as_device as _as_device
 from ..tensor import Tensor as _Tensor
 from .context import VjpContext
+from .recipes import run_backward
 
 _recording: list["Tape"] = []      # tapes that record, oldest first
 
@@ -32,13 +33,14 @@ class _Var:
 
 class _Node:
     """`in_shapes` None: the shapes of `saved[0]` (an op's inputs as recorded), read only
-    when a gradient reaches them (most shapes are never asked for)."""
-    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars", "saved")
+    when a gradient reaches them (most shapes are never asked for). `op` and `saved`:
+    an op's node (record_op), whose rule recipes.py may replay."""
+    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars", "saved", "op")
 
-    def __init__(self, name, backward, in_vars, in_shapes, out_vars, saved=None):
+    def __init__(self, name, backward, in_vars, in_shapes, out_vars, saved=None, op=None):
         self.name, self.backward = name, backward
         self.in_vars, self.in_shapes, self.out_vars = in_vars, in_shapes, out_vars
-        self.saved = saved
+        self.saved, self.op = saved, op
 
     def in_shape(self, i: int) -> tuple:
         shapes = self.in_shapes
@@ -159,7 +161,8 @@ class Tape:
                         continue
                 in_vars = node.in_vars
                 wanted = tuple([v is not None for v in in_vars])
-                in_grads = node.backward(outs, wanted)
+                in_grads = run_backward(node, outs, wanted) if node.op is not None \
+                    else node.backward(outs, wanted)
                 if len(in_grads) != len(in_vars):
                     raise RuntimeError(f"{node.name}: the gradient rule returned "
                                        f"{len(in_grads)} gradient(s) for "
@@ -198,7 +201,7 @@ def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
             backward = _op_backward(op, params, saved)
         out_vars = [tape._track(t) if _carries_gradient(t.dtype) else _Var()
                     for t in outputs]
-        tape.nodes.append(_Node(op.name, backward, in_vars, None, out_vars, saved))
+        tape.nodes.append(_Node(op.name, backward, in_vars, None, out_vars, saved, op))
     if saved is not None:
         # the tensors as they are now (tracked): an in-place update (x += 1) later
         # rebinds the objects themselves

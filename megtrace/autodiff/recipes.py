@@ -1,0 +1,134 @@
+"""Gradient rules replayed as the ops they applied (issue 11: a traced training step's
+backward pass is most of its replayed Python).
+
+A replay re-runs the traced function, backward pass included, and checks every op
+against the tape. A node's gradient rule (`OpDef.vjp`) is Tensor code whose ops depend
+only on the node: its op and parameters, which inputs want a gradient, and the values it
+reads, which in a replay are the same tape values (traced vars) every call, or outside
+tensors of the same shape and dtype. So the first replay that runs a node's rule also
+notes the ops it applied (`dispatch.apply_log`): each input as a slot (one of the node's
+inputs, outputs or output gradients, an earlier op's result, or a constant the rule
+made); later replays apply those ops again, through `dispatch.apply`, so the replayer
+still checks each one against the tape (a recipe that no longer fits fails as the rule
+would). The rule itself runs whenever a node's inputs differ in kind, a rule did more
+than apply ops and make constants (read a value, assign, draw random numbers), or
+something changes how ops are applied (autocast, formats).
+"""
+from __future__ import annotations
+
+from .. import dispatch, formats
+from ..tensor import constant
+
+_UNKNOWN = object()
+
+
+def run_backward(node, outs: tuple, wanted: tuple) -> tuple:
+    """`node.backward(outs, wanted)`, replayed from a recipe where one is known."""
+    rec = dispatch.active_recorder()
+    recipes = getattr(rec, "vjp_recipes", None)
+    op = node.op
+    if recipes is None or op is None or op.random or dispatch.autocast is not None \
+            or formats.in_use or dispatch.apply_log is not None:
+        return node.backward(outs, wanted)
+    inputs, outputs = node.saved
+    key = (op, wanted, *map(_kind, inputs), *map(_kind, outputs), *map(_kind, outs))
+    recipe = recipes.get(key, _UNKNOWN)
+    if recipe is _UNKNOWN:
+        grads, recipe = _record(rec, node, outs, wanted)
+        recipes[key] = recipe
+        return grads
+    if recipe is None:
+        return node.backward(outs, wanted)
+    return _replay(recipe, [*inputs, *outputs, *outs])
+
+
+def _kind(t):
+    """What a rule may see of a value: a traced value by its var (its shape and dtype
+    with it), an outside or constant one by shape and dtype, or no gradient (None)."""
+    if t is None:
+        return None
+    var = t._var
+    if var is not None:
+        return var
+    value = t._value
+    return (value.shape, value.dtype)
+
+
+def _replay(recipe, slots: list) -> tuple:
+    steps, grads = recipe
+    for op, refs, params in steps:
+        if op is None:              # a constant the rule made: made again, as it was
+            slots.append(constant(refs, params))
+            continue
+        result = dispatch.apply(op, *[slots[r] for r in refs], **params)
+        if type(result) is tuple:
+            slots.extend(result)
+        else:
+            slots.append(result)
+    return tuple([None if r is None else slots[r] for r in grads])
+
+
+def _record(rec, node, outs: tuple, wanted: tuple):
+    """Run the rule, noting what it applies: (its gradients, its recipe or None)."""
+    made, effects = rec.created_mark(), rec.effects
+    log: list = []
+    dispatch.apply_log = log
+    try:
+        grads = node.backward(outs, wanted)
+    finally:
+        dispatch.apply_log = None
+    if rec.effects != effects:
+        return grads, None
+    inputs, outputs = node.saved
+    return grads, _recipe(rec, [*inputs, *outputs, *outs], log,
+                          {id(t): t for t in rec.created_since(made)}, grads)
+
+
+def _recipe(rec, slots: list, log: list, created: dict, grads: tuple):
+    """(steps, gradient slots) from what the rule applied; None when an input is none
+    of the slots (a tensor from outside the node, or one the rule's ops did not make)."""
+    by_var, by_id = {}, {}
+    for i, t in enumerate(slots):
+        if t is None:
+            continue
+        if t._owner is rec:
+            by_var.setdefault(t._var, i)
+        else:
+            by_id.setdefault(id(t), i)
+    count, steps = len(slots), []
+
+    def slot(t, owner, var, value):
+        nonlocal count
+        if owner is rec:
+            return by_var.get(var)
+        if owner is not None or var is not None:
+            return None
+        found = by_id.get(id(t))
+        if found is None and created.get(id(t)) is t and value is not None:
+            steps.append((None, value, t._device))        # made by the rule
+            found = by_id[id(t)] = count
+            count += 1
+        return found
+
+    for lrec, op, inputs, params, outs in log:
+        if lrec is not rec or op.random:
+            return None
+        refs = tuple(slot(*seen) for seen in inputs)
+        if None in refs:
+            return None
+        steps.append((op, refs, dict(params)))
+        for t in outs:
+            if t._owner is not rec:
+                return None
+            by_var[t._var] = count
+            count += 1
+    refs = []
+    for g in grads:
+        if g is None:
+            refs.append(None)
+            continue
+        found = slot(g, g._owner, g._var, g._value)
+        if found is None:
+            return None
+        refs.append(found)
+    return tuple(steps), tuple(refs)
