@@ -12,7 +12,9 @@ made); later replays apply those ops again, through `dispatch.apply`, so the rep
 still checks each one against the tape (a recipe that no longer fits fails as the rule
 would). The rule itself runs whenever a node's inputs differ in kind, a rule did more
 than apply ops and make constants (read a value, assign, draw random numbers), or
-something changes how ops are applied (autocast, formats).
+something changes how ops are applied (autocast, formats). The contract this needs of
+a rule (every rule in megtrace/ops keeps it): it reads its tensors' shapes and dtypes,
+never their values, and makes constants from Python numbers and shapes only.
 """
 from __future__ import annotations
 
@@ -96,6 +98,9 @@ def _recipe(rec, slots: list, log: list, created: dict, grads: tuple):
         else:
             by_id.setdefault(id(t), i)
     count, steps = len(slots), []
+    # a constant holding an outside value of the node (Tensor(x) of a parameter) would
+    # keep this call's value: such a rule is not kept
+    outside = [t._value for t in slots if t is not None and t._owner is None]
 
     def slot(t, owner, var, value):
         nonlocal count
@@ -104,7 +109,8 @@ def _recipe(rec, slots: list, log: list, created: dict, grads: tuple):
         if owner is not None or var is not None:
             return None
         found = by_id.get(id(t))
-        if found is None and created.get(id(t)) is t and value is not None:
+        if found is None and created.get(id(t)) is t and value is not None and \
+                not any(value is v or value.base is v for v in outside):
             steps.append((None, value, t._device))        # made by the rule
             found = by_id[id(t)] = count
             count += 1
