@@ -142,3 +142,32 @@ def test_a_rule_that_reads_a_value_is_not_kept():
         step(x)
     assert len(reads) == 4
     assert None in step._last_entry.vjp_recipes.values()
+
+
+def test_a_rule_that_copies_an_outside_value_is_not_kept():
+    """Tensor(w) of a parameter inside a rule is a constant of the trace holding w's
+    value: once the optimizer changes w, the rule fails MegEngine's constant check. A
+    recipe must not keep the old value and pass."""
+    def copying(V, inputs, outputs, grads):
+        (a, b), (g,) = inputs, grads
+        return g * mge.Tensor(b), g * a
+    mul = dataclasses.replace(get("mul"), vjp=copying)
+    w = mge.Parameter(np.full((3,), 2.0, np.float32))
+    gm = GradManager().attach([w])
+    opt = optim.SGD([w], lr=0.0)
+
+    @trace(symbolic=True)
+    def step(x):
+        with gm:
+            loss = apply(mul, x, w).sum()
+            gm.backward(loss)
+        opt.step().clear_grad()
+        return loss
+    x = mge.tensor(np.ones((3,), np.float32))
+    step(x)
+    step(x)             # the first replay, w unchanged: the rule ran, no recipe kept
+    assert None in step._last_entry.vjp_recipes.values()
+    opt.param_groups[0]["lr"] = 0.1
+    step(x)             # w changes
+    with pytest.raises(TraceError, match="tensors not equals"):
+        step(x)
