@@ -145,6 +145,38 @@ def test_dropout_between_layers_only_in_training(rng):
     assert not np.array_equal(m(x)[0].numpy(), first)
 
 
+@pytest.mark.parametrize("name", ["rnn_relu_2l_bi", "lstm_3l_bi_bf_nobias"])
+def test_training_with_dropout_runs_the_layers_one_by_one(name, rng, monkeypatch):
+    """In training with dropout the module runs the op layer by layer on slices of the
+    flat buffer; with dropout made the identity it computes what the whole op does,
+    forward and backward."""
+    from megtrace.autodiff import GradManager
+    cls, args, kwargs = CONFIGS[name]
+    m = cls(*args, **kwargs, dropout=0.5)
+    batch_first = kwargs.get("batch_first", False)
+    x = mge.tensor(rng.standard_normal((2, 4, 3) if batch_first else (4, 2, 3))
+                   .astype(np.float32))
+
+    def run(training):
+        m.train(training)
+        gm = GradManager().attach(m.parameters())
+        with gm:
+            out, hidden = m(x)
+            hidden = hidden if isinstance(hidden, tuple) else (hidden,)
+            gm.backward((out ** 2).sum() + sum((h ** 3).sum() for h in hidden))
+        grad = m._flatten_weights.grad.numpy().copy()
+        m._flatten_weights.grad = None
+        return [out.numpy()] + [h.numpy() for h in hidden], grad
+    want, want_grad = run(False)                    # one op for every layer
+    monkeypatch.setattr(M.rnn.F.nn, "dropout", lambda t, p: t)
+    got, got_grad = run(True)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-4, atol=1e-5)
+    flat = want_grad.reshape(-1)        # the first and the last layer's cells both learn
+    assert flat[:flat.size // 3].any() and flat[-(flat.size // 3):].any()
+
+
 @pytest.mark.lite
 def test_traced_compiled_and_dumped_lstm_runs_in_lite(lite, rng, tmp_path):
     m = M.LSTM(3, 4, 2, bidirectional=True, batch_first=True).eval()

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import functional as F
 from ..dispatch import apply
-from ..ops.recurrent_layout import cell_weights, columns
+from ..ops.recurrent_layout import columns
 from ..tensor import Parameter, Tensor
 from . import init
 from .module import Module
@@ -91,7 +91,7 @@ class RNNBase(Module):
     hidden states concatenated along features. Runs as one `rnn`/`lstm` op
     (megtrace/ops/recurrent.py), which dumps as MegEngine's RNNForward/LSTMForward as
     MegEngine does; in training with dropout between layers (which MegEngine's oprs
-    never apply on CPU) it is composed of matmuls, elementwise ops and dropout."""
+    never apply on CPU) it runs as one op per layer with dropout between them."""
 
     num_chunks = 1
 
@@ -139,13 +139,6 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def _cell_weights(self):
-        """[W_ih, W_hh, b_ih, b_hh] per cell (layer-major), sliced from the flat buffer;
-        the biases are None without `bias`."""
-        return cell_weights(self._flatten_weights, self.input_size, self.hidden_size,
-                            self.num_layers, self.num_directions, self.bias,
-                            self.cells[0][0].gate_hidden_size)
-
     def _check(self, input: Tensor, states) -> None:
         name = type(self).__name__
         if input.ndim != 3:
@@ -169,7 +162,7 @@ class RNNBase(Module):
             (hx if isinstance(hx, tuple) else (hx,))
         self._check(input, states)
         if self.training and self.dropout > 0 and self.num_layers > 1:
-            output, final = self._run(input, [F.split(s, s.shape[0], axis=0) for s in states])
+            output, final = self._layer_by_layer(input, states)
         else:
             output, *final = apply(self._op_name, input, *states, self._flatten_weights,
                                    **self._op_params())
@@ -181,36 +174,27 @@ class RNNBase(Module):
         return {"num_layers": self.num_layers, "bidirectional": self.bidirectional,
                 "bias": self.bias, "hidden_size": self.hidden_size}
 
-    def _run(self, input: Tensor, states):
-        """Every layer and direction; states[k][cell] is state k of that cell, (1, N, H)."""
-        weights = self._cell_weights()
-        seq_len = input.shape[0]
-        finals = [[] for _ in states]
-        x = input
+    def _layer_by_layer(self, input: Tensor, states):
+        """The op once per layer, with dropout between layers (training only; MegEngine's
+        CPU oprs never apply it): a layer's cells are one contiguous run of the flat
+        buffer, so its slice is the buffer of a one-layer op."""
+        gate = self.cells[0][0].gate_hidden_size
+        flat = self._flatten_weights.reshape(-1)
+        dirs, start = self.num_directions, 0
+        x, finals = input, [[] for _ in states]
         for layer in range(self.num_layers):
-            outs = []
-            for d in range(self.num_directions):
-                idx = layer * self.num_directions + d
-                w_ih, w_hh, b_ih, b_hh = weights[idx]
-                proj = F.matmul(x, w_ih, transpose_b=True)       # (L, N, G) at once
-                if b_ih is not None:
-                    proj = proj + b_ih
-                cell_state = [s[idx].reshape(s[idx].shape[1:]) for s in states]
-                steps = [None] * seq_len
-                order = range(seq_len) if d == 0 else range(seq_len - 1, -1, -1)
-                for t in order:
-                    gates = proj[t] + F.matmul(cell_state[0], w_hh, transpose_b=True)
-                    if b_hh is not None:
-                        gates = gates + b_hh
-                    cell_state = self._step(gates, cell_state)
-                    steps[t] = cell_state[0]
-                outs.append(F.stack(steps, axis=0))
-                for k, s in enumerate(cell_state):
-                    finals[k].append(s)
-            x = outs[0] if len(outs) == 1 else F.concat(outs, axis=2)
-            if self.training and self.dropout > 0 and layer + 1 < self.num_layers:
+            size = gate * columns(self._layer_input_size(layer), self.hidden_size, 1, dirs,
+                                  self.bias)
+            weights = flat[start:start + size].reshape(gate, -1)
+            start += size
+            cells = [s[layer * dirs:(layer + 1) * dirs] for s in states]
+            x, *final = apply(self._op_name, x, *cells, weights,
+                              **{**self._op_params(), "num_layers": 1})
+            for k, f in enumerate(final):
+                finals[k].append(f)
+            if layer + 1 < self.num_layers:
                 x = F.nn.dropout(x, self.dropout)
-        return x, [F.stack(f, axis=0) for f in finals]
+        return x, [F.concat(f, axis=0) for f in finals]
 
 
 class RNN(RNNBase):
@@ -238,9 +222,6 @@ class RNN(RNNBase):
         return (F.zeros((self.num_directions * self.num_layers, batch_size,
                          self.hidden_size), dtype=dtype),)
 
-    def _step(self, gates, state):
-        return [F.tanh(gates) if self.nonlinearity == "tanh" else F.relu(gates)]
-
     def _pack_hidden(self, final):
         return final[0]
 
@@ -258,12 +239,6 @@ class LSTM(RNNBase):
     def init_hidden(self, batch_size: int, dtype="float32"):
         shape = (self.num_directions * self.num_layers, batch_size, self.hidden_size)
         return (F.zeros(shape, dtype=dtype), F.zeros(shape, dtype=dtype))
-
-    def _step(self, gates, state):
-        h, c = state
-        i, f, g, o = F.split(gates, 4, axis=1)
-        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
-        return [F.sigmoid(o) * F.tanh(c), c]
 
     def _pack_hidden(self, final):
         return final[0], final[1]

@@ -125,6 +125,33 @@ def channel_blocks(reg: int, oc_blocks: int, lanes: int) -> int:
     return 1
 
 
+# Short rows (2x2 and 1x1 maps: ResNet's last stages on small images; a training step's
+# 3-column weight gradients) give a one-row tile of `reg` columns too few accumulators to
+# cover the FMA latency, and the tile reads its weight slice once per output row. Such a
+# tile stacks output rows, then images, up to STACKED_ACCUMULATORS zmm accumulators (of
+# 32; 32 spilled: 256->256 @4 2.2 -> 6.7 ms). Zen 5, 1 thread, CPU time, the kernel alone
+# (min of 7): 256->256 3x3 @2x2 b32 1.07 -> 0.54 ms, 512->512 @2x2 4.46 -> 2.28 ms,
+# 512->512 1x1 @1x1 0.223 -> 0.065 ms, 3x3/2 256->512 @4 2.18 -> 1.14 ms, weight
+# gradients (3x3 outputs) of 64 channels @16 4.12 -> 2.44 ms, 128 @8 3.14 -> 2.27 ms.
+STACK_MAX_COLUMNS = 4
+STACKED_ACCUMULATORS = 18
+
+
+def stacks(reg: int, lanes: int) -> bool:
+    """Whether a row of `reg` columns takes a stacked tile (AVX-512 only)."""
+    return lanes == 16 and reg <= STACK_MAX_COLUMNS
+
+
+def stacked_tile(shape: ConvShape, reg: int, kb: int) -> tuple[int, int]:
+    """(output rows, images) of a stacked register tile of `kb` channel blocks: the most
+    rows, then images, dividing the output's, within STACKED_ACCUMULATORS."""
+    def most(extent: int, per: int) -> int:
+        return max(d for d in range(1, extent + 1)
+                   if extent % d == 0 and per * d <= STACKED_ACCUMULATORS)
+    rows = most(shape.oh, reg * kb)
+    return rows, most(shape.n, reg * kb * rows)
+
+
 def padded_input(x, shape: ConvShape, rows: int, cols: int, icb: int, nchw: bool):
     """Zero-padded (and, from NCHW, packed) input of `rows` x `cols` pixels per block, or
     None when the kernel can read `x` as it is."""
@@ -174,7 +201,10 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
                                        axis=[ico, rh, rw, ici]), name="conv")
     out = blocked_output(full, shape.out_shape, shape.oc, epilogue, vectors, tensors)
 
-    kb, ko_outer = tile_order(shape, reg, rows * cols, vector_lanes())
+    lanes, kb = vector_lanes(), 2 if blocks(shape.oc) % 2 == 0 else 1
+    stacked = stacks(reg, lanes) and stacked_tile(shape, reg, kb) != (1, 1)
+    kb, ko_outer = tile_order(shape, reg, rows * cols, lanes, kb if stacked else None)
+    tile_rows, images = stacked_tile(shape, reg, kb) if stacked else (1, 1)
 
     def schedule(sch):
         if xp is not None:
@@ -182,13 +212,14 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
             parallel_if(sch, sch.fuse(n, cb, y), shape.flops // 2)
             if icb == BLOCK or not nchw:
                 sch.vectorize(ci)
-        _schedule_tile(sch, "conv", reg, shape.flops // 2, kb, ko_outer, shape.blocked_input)
+        _schedule_tile(sch, "conv", reg, shape.flops // 2, kb, ko_outer, shape.blocked_input,
+                       tile_rows, images)
 
     func = scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
     if weight_prefetch.worth_it(shape.weight_shape, kb, ko_outer):
-        func = weight_prefetch.prefetch_next_tile(func, shape.weight_shape, kb,
-                                                  shape.n * shape.oh,
-                                                  weight_prefetch.fused_loop_name(kb))
+        func = weight_prefetch.prefetch_next_tile(
+            func, shape.weight_shape, kb, (shape.n // images) * (shape.oh // tile_rows),
+            weight_prefetch.fused_loop_name(kb, images > 1, tile_rows > 1))
     return func
 
 
@@ -223,10 +254,12 @@ def channels_outer(shape: ConvShape, pixels: int) -> bool:
     return weight * shape.n * shape.oh > data * blocks(shape.oc)
 
 
-def tile_order(shape: ConvShape, reg: int, pixels: int, lanes: int) -> tuple[int, bool]:
-    """(channel blocks per tile, channels outermost) for a tile `reg` columns wide."""
+def tile_order(shape: ConvShape, reg: int, pixels: int, lanes: int, kb: int | None = None
+               ) -> tuple[int, bool]:
+    """(channel blocks per tile, channels outermost) for a tile `reg` columns wide (of
+    `kb` channel blocks: a stacked tile's; default channel_blocks')."""
     outer = channels_outer(shape, pixels)
-    kb = channel_blocks(reg, blocks(shape.oc), lanes)
+    kb = channel_blocks(reg, blocks(shape.oc), lanes) if kb is None else kb
     if outer and kb > 1 and blocks(shape.oc) == kb:
         # one tile holds every channel block, so running channel blocks outermost
         # changes nothing and the whole weight streams past each output row: with half
@@ -237,17 +270,26 @@ def tile_order(shape: ConvShape, reg: int, pixels: int, lanes: int) -> tuple[int
 
 
 def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1,
-                   ko_outer: bool = False, blocked_input: bool = False) -> None:
-    """The (kb x 16 channels) x reg columns accumulator tile, parallel over (n, y, ko/kb)
-    (or (ko/kb, n, y): `channels_outer`)."""
+                   ko_outer: bool = False, blocked_input: bool = False, rows: int = 1,
+                   images: int = 1) -> None:
+    """The (kb x 16 channels) x images x rows x reg columns accumulator tile, parallel
+    over (n, y, ko/kb) (or (ko/kb, n, y): `channels_outer`), n and y in steps of
+    `images` and `rows` (stacked_tile)."""
     b = sch.get_sblock(block)
     n, ko, y, z, ki, ico, rh, rw, ici = sch.get_loops(b)
     zo, zi = sch.split(z, [None, reg])
+    stacked = []                                  # the tile's image and row loops
+    if images > 1:
+        n, ni = sch.split(n, [None, images])
+        stacked.append(ni)
+    if rows > 1:
+        y, yi = sch.split(y, [None, rows])
+        stacked.append(yi)
     if kb > 1:
         ko, koi = sch.split(ko, [None, kb])
-        inner = [zo, ico, rh, rw, ici, koi, zi, ki]
+        inner = [zo, ico, rh, rw, ici, koi, *stacked, zi, ki]
     else:
-        inner = [zo, ico, rh, rw, ici, zi, ki]
+        inner = [zo, ico, rh, rw, ici, *stacked, zi, ki]
     outer = [ko, n, y] if ko_outer else [n, y, ko]
     sch.reorder(*outer, *inner)
     par = sch.fuse(*outer)
@@ -262,6 +304,8 @@ def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1,
     sch.unroll(zi)
     if kb > 1:
         sch.unroll(koi)
+    for lp in stacked:
+        sch.unroll(lp)
     sch.unroll(rw)
     if int(sch.get(ici).extent) < BLOCK and not blocked_input:
         sch.unroll(ici)                                # a 3-channel (RGB) reduction block
@@ -269,8 +313,8 @@ def _schedule_tile(sch: Any, block: str, reg: int, macs: int, kb: int = 1,
     loops = inner_loops(sch, init, par)
     if loops:
         sch.vectorize(loops[-1])
-    tile_loops = 2 if kb > 1 else 1
+    tile_loops = 1 + (kb > 1) + len(stacked)
     for lp in loops[-1 - tile_loops:-1] if len(loops) > tile_loops else loops[:-1]:
-        sch.unroll(lp)                                 # zi (and koi), not zo
+        sch.unroll(lp)                                 # zi (koi, ni, yi), not zo
     vectorize_inner(sch, out, zo)
 

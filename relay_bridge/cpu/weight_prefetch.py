@@ -66,8 +66,10 @@ def prefetch_next_tile(func: Any, weight_shape: tuple[int, ...], kb: int, rows: 
     return prepend_in_loop(func, loop, make)
 
 
-def fused_loop_name(kb: int) -> str:
-    """The name s_tir gives the fused (ko[/kb], n, y) loop of conv._schedule_tile."""
-    return ("ko_0" if kb > 1 else "ko") + "_n_y_fused"
+def fused_loop_name(kb: int, images: bool = False, rows: bool = False) -> str:
+    """The name s_tir gives the fused (ko[/kb], n[/images], y[/rows]) loop of
+    conv._schedule_tile (`images`, `rows`: whether the tile stacks them)."""
+    return "_".join(("ko_0" if kb > 1 else "ko", "n_0" if images else "n",
+                     "y_0" if rows else "y", "fused"))
 
 

@@ -63,6 +63,12 @@ CONVS = [  # n, c, h, w, oc, k, stride, pad
     (2, 272, 2, 2, 272, 3, 1, 1),       # a wide weight on a small map: channels outermost
     (3, 200, 1, 1, 256, 3, 1, 1),       # the same on a 1x1 map (a training step's late layers)
     (4, 32, 18, 18, 64, 16, 1, 0),      # a 64-channel weight gradient: half the blocks per tile
+    # stacked tiles (conv.stacked_tile): rows of at most 4 columns stack rows, then images
+    (4, 32, 2, 2, 48, 3, 1, 1),         # 2x2 map, 3 (odd) channel blocks: 2 rows x 4 images
+    (8, 40, 1, 1, 64, 1, 1, 0),         # 1x1 map: 8 images per tile
+    (2, 20, 6, 3, 32, 3, 1, 1),         # 3 columns: 3 of the 6 rows per tile
+    (6, 32, 4, 4, 32, 3, 2, 1),         # stride 2 onto 2x2: 2 rows x 2 of the 6 images
+    (5, 24, 3, 2, 32, 3, 1, 1),         # 3 rows (odd), 5 images (prime): rows only
 ]
 
 
@@ -84,6 +90,40 @@ def test_tile_choices_of_the_added_shapes():
     # 3-column rows of 4 channel blocks on a weight past L2: 2 blocks per tile, outermost
     assert tile_order(ConvShape(4, 32, 18, 18, 64, 16, 16), 3, 18 * 18, 16) == (2, True)
     assert tile_order(ConvShape(2, 24, 5, 5, 64, 3, 3), 3, 5 * 5, 16) == (4, False)
+
+
+def test_stacked_tiles_of_the_added_shapes():
+    """Short rows stack output rows, then images, up to STACKED_ACCUMULATORS; wide rows
+    and AVX2 keep the one-row tile."""
+    from megtrace.relay_bridge.cpu.conv import STACKED_ACCUMULATORS, ConvShape, stacked_tile, stacks
+    assert stacks(4, 16) and not stacks(5, 16) and not stacks(2, 8)
+    assert stacked_tile(ConvShape(4, 32, 2, 2, 48, 3, 3, padding=(1, 1)), 2, 1) == (2, 4)
+    assert stacked_tile(ConvShape(32, 512, 2, 2, 512, 3, 3, padding=(1, 1)), 2, 2) == (2, 2)
+    assert stacked_tile(ConvShape(8, 40, 1, 1, 64, 1, 1), 1, 2) == (1, 8)
+    assert stacked_tile(ConvShape(2, 20, 6, 3, 32, 3, 3, padding=(1, 1)), 3, 2) == (3, 1)
+    assert stacked_tile(ConvShape(6, 32, 4, 4, 32, 3, 3, (2, 2), (1, 1)), 2, 2) == (2, 2)
+    assert stacked_tile(ConvShape(5, 24, 3, 2, 32, 3, 3, padding=(1, 1)), 2, 2) == (3, 1)
+    # a training step's 3x3 weight gradient (batch as channels): 3 rows x 3 columns x 2
+    assert stacked_tile(ConvShape(64, 32, 16, 16, 64, 16, 16, padding=(1, 1)), 3, 2) == (3, 1)
+    assert 3 * 3 * 2 <= STACKED_ACCUMULATORS
+
+
+def test_stacked_tile_with_residual_epilogue_and_prefetch(rng):
+    """A stacked channels-outermost tile still prefetches the next channel tile's weight
+    (its fused loop is named after the split image loop), and a residual add and relu in
+    the epilogue run on the stacked tile."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape, conv2d_nchwc
+    assert "llvm.prefetch" in conv2d_nchwc(ConvShape(8, 64, 1, 1, 128, 1, 1)).script()
+    x, w0 = f32(rng, 8, 3, 2, 2), f32(rng, 64, 3, 1, 1)
+    w1, w2 = f32(rng, 128, 64, 1, 1), f32(rng, 128, 128, 3, 3)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    z = b.op("conv2d", y, b.const(w1))
+    out = b.op("relu", b.op("add", b.op("conv2d", z, b.const(w2), padding=(1, 1)), z))
+    cg = b.compile(out)
+    assert cg.rules == ["conv", "conv", "conv"]
+    r = conv_ref(np.maximum(conv_ref(x, w0), 0), w1)
+    check(cg(x)[0], np.maximum(conv_ref(r, w2, padding=(1, 1)) + r, 0))
 
 
 @pytest.mark.parametrize("n,c,h,w,oc,k,s,p", CONVS, ids=[f"{c[1]}to{c[4]}k{c[5]}s{c[6]}"

@@ -36,19 +36,21 @@ def bn_affine(bn, shape):
     return gamma.reshape(*shape), beta.reshape(*shape)
 
 
-class _ConvBnActivation2d(Float._ConvBnActivation2d, QATModule):
+class _FoldedBn(QATModule):
+    """What conv+BN and conv_transpose+BN share: the BN folded into the wrapped
+    convolution's weight and bias (`_conv()`, `_scaled_weight`, `_conv_bias` and
+    `_run_conv` say how for each kind of convolution)."""
+
     def get_batch_mean_var(self, inp):
         return batch_mean_var(inp)
 
-    def _scaled_weight(self, scale_factor):
-        if self.conv.groups == 1:
-            return self.conv.weight * scale_factor.reshape(-1, 1, 1, 1)
-        return self.conv.weight * scale_factor.reshape(self.conv.groups, -1, 1, 1, 1)
+    def update_running_mean_and_running_var(self, bn_mean, bn_var, num_elements_per_channel):
+        update_running_stats(self.bn, bn_mean, bn_var, num_elements_per_channel)
 
     def _conv_bias(self):
-        bias = self.conv.bias
-        return bias if bias is not None else zeros(self.conv._infer_bias_shape(),
-                                                   dtype="float32")
+        conv = self._conv()
+        return conv.bias if conv.bias is not None else zeros(conv._infer_bias_shape(),
+                                                             dtype="float32")
 
     def fold_weight_bias(self, bn_mean, bn_var):
         """Fake-quantized folded weight and float folded bias for these statistics."""
@@ -63,15 +65,15 @@ class _ConvBnActivation2d(Float._ConvBnActivation2d, QATModule):
         b_fold = beta + gamma * (self._conv_bias() - bn_mean) * bn_istd
         return w_fold, b_fold
 
-    def update_running_mean_and_running_var(self, bn_mean, bn_var, num_elements_per_channel):
-        update_running_stats(self.bn, bn_mean, bn_var, num_elements_per_channel)
-
-    def calc_conv_bn_qat(self, inp, approx=True):
+    def _folded_forward(self, inp, approx: bool):
+        """The convolution on the folded, fake-quantized weight; in training with
+        `approx`, the BN then runs on the output scaled back (batch statistics)."""
+        conv = self._conv()
         if self.training and not approx:
-            conv = self.conv(inp)
-            bn_mean, bn_var = self.get_batch_mean_var(conv)
+            out = conv(inp)
+            bn_mean, bn_var = self.get_batch_mean_var(out)
             self.update_running_mean_and_running_var(bn_mean, bn_var,
-                                                     conv.size / conv.shape[1])
+                                                     out.size / out.shape[1])
         else:
             bn_mean, bn_var = self.bn.running_mean, self.bn.running_var
         gamma, beta = bn_affine(self.bn, (1, -1, 1, 1))
@@ -83,13 +85,29 @@ class _ConvBnActivation2d(Float._ConvBnActivation2d, QATModule):
             b_fold = beta + gamma * (self._conv_bias() - bn_mean) * bn_istd
         w_qat = self.apply_quant_weight(w_fold)
         b_qat = self.apply_quant_bias(b_fold, inp, w_qat)
-        conv = self.conv.calc_conv(inp, w_qat, b_qat)
+        out = self._run_conv(inp, w_qat, b_qat)
         if not (self.training and approx):
-            return conv
-        orig_conv = conv / scale_factor.reshape(1, -1, 1, 1)
-        if self.conv.bias is not None:
-            orig_conv = orig_conv + self.conv.bias
-        return self.bn(orig_conv)
+            return out
+        orig = out / scale_factor.reshape(1, -1, 1, 1)
+        if conv.bias is not None:
+            orig = orig + conv.bias
+        return self.bn(orig)
+
+
+class _ConvBnActivation2d(Float._ConvBnActivation2d, _FoldedBn):
+    def _conv(self):
+        return self.conv
+
+    def _scaled_weight(self, scale_factor):
+        if self.conv.groups == 1:
+            return self.conv.weight * scale_factor.reshape(-1, 1, 1, 1)
+        return self.conv.weight * scale_factor.reshape(self.conv.groups, -1, 1, 1, 1)
+
+    def _run_conv(self, inp, weight, bias):
+        return self.conv.calc_conv(inp, weight, bias)
+
+    def calc_conv_bn_qat(self, inp, approx=True):
+        return self._folded_forward(inp, approx)
 
     @classmethod
     def from_float_module(cls, float_module):
@@ -113,9 +131,9 @@ class ConvBnRelu2d(_ConvBnActivation2d):
         return self.apply_quant_activation(relu(self.calc_conv_bn_qat(inp)))
 
 
-class _ConvTransposeBnActivation2d(Float._ConvTransposeBnActivation2d, QATModule):
-    def get_batch_mean_var(self, inp):
-        return batch_mean_var(inp)
+class _ConvTransposeBnActivation2d(Float._ConvTransposeBnActivation2d, _FoldedBn):
+    def _conv(self):
+        return self.conv_transpose2d
 
     def _scaled_weight(self, scale_factor):
         ct = self.conv_transpose2d
@@ -123,51 +141,11 @@ class _ConvTransposeBnActivation2d(Float._ConvTransposeBnActivation2d, QATModule
             return ct.weight * scale_factor.reshape(1, -1, 1, 1)
         return ct.weight * scale_factor.reshape(ct.groups, 1, -1, 1, 1)
 
-    def _conv_bias(self):
-        ct = self.conv_transpose2d
-        return ct.bias if ct.bias is not None else zeros(ct._infer_bias_shape(),
-                                                         dtype="float32")
-
-    def fold_weight_bias(self, bn_mean, bn_var):
-        gamma, beta = bn_affine(self.bn, (1, -1, 1, 1))
-        if bn_mean is None:
-            bn_mean = zeros((1, self.bn.num_features, 1, 1), dtype="float32")
-        if bn_var is None:
-            bn_var = ones((1, self.bn.num_features, 1, 1), dtype="float32")
-        bn_istd = 1.0 / sqrt(bn_var + self.bn.eps)
-        scale_factor = gamma * bn_istd
-        w_fold = self.apply_quant_weight(self._scaled_weight(scale_factor))
-        b_fold = beta + gamma * (self._conv_bias() - bn_mean) * bn_istd
-        return w_fold, b_fold
-
-    def update_running_mean_and_running_var(self, bn_mean, bn_var, num_elements_per_channel):
-        update_running_stats(self.bn, bn_mean, bn_var, num_elements_per_channel)
+    def _run_conv(self, inp, weight, bias):
+        return self.conv_transpose2d.calc_conv_transpose2d(inp, weight, bias)
 
     def calc_conv_transpose2d_bn_qat(self, inp, approx=True):
-        ct = self.conv_transpose2d
-        if self.training and not approx:
-            out = ct(inp)
-            bn_mean, bn_var = self.get_batch_mean_var(out)
-            self.update_running_mean_and_running_var(bn_mean, bn_var,
-                                                     out.size / out.shape[1])
-        else:
-            bn_mean, bn_var = self.bn.running_mean, self.bn.running_var
-        gamma, beta = bn_affine(self.bn, (1, -1, 1, 1))
-        bn_istd = 1.0 / sqrt(bn_var + self.bn.eps)
-        scale_factor = gamma * bn_istd
-        w_fold = self._scaled_weight(scale_factor)
-        b_fold = None
-        if not (self.training and approx):
-            b_fold = beta + gamma * (self._conv_bias() - bn_mean) * bn_istd
-        w_qat = self.apply_quant_weight(w_fold)
-        b_qat = self.apply_quant_bias(b_fold, inp, w_qat)
-        out = ct.calc_conv_transpose2d(inp, w_qat, b_qat)
-        if not (self.training and approx):
-            return out
-        orig = out / scale_factor.reshape(1, -1, 1, 1)
-        if ct.bias is not None:
-            orig = orig + ct.bias
-        return self.bn(orig)
+        return self._folded_forward(inp, approx)
 
     @classmethod
     def from_float_module(cls, float_module):
