@@ -41,6 +41,9 @@ def run_backward(node, outs: tuple, wanted: tuple) -> tuple:
         return grads
     if recipe is None:
         return node.backward(outs, wanted)
+    if dispatch.tape_hook is None and dispatch.profile_hook is None:
+        # apply() would do nothing but hand each op to the replayer: hand it directly
+        return _replay(recipe, [*inputs, *outputs, *outs], rec.record)
     return _replay(recipe, [*inputs, *outputs, *outs])
 
 
@@ -56,17 +59,21 @@ def _kind(t):
     return (value.shape, value.dtype)
 
 
-def _replay(recipe, slots: list) -> tuple:
+def _replay(recipe, slots: list, record=None) -> tuple:
+    """Apply the recipe's ops to `slots` (the node's inputs, outputs and output
+    gradients); `record`: the replayer's, called in apply's place."""
     steps, grads = recipe
     for op, refs, params in steps:
         if op is None:              # a constant the rule made: made again, as it was
             slots.append(constant(refs, params))
-            continue
-        result = dispatch.apply(op, *[slots[r] for r in refs], **params)
-        if type(result) is tuple:
-            slots.extend(result)
+        elif record is not None:
+            slots.extend(record(op, tuple([slots[r] for r in refs]), params))
         else:
-            slots.append(result)
+            result = dispatch.apply(op, *[slots[r] for r in refs], **params)
+            if type(result) is tuple:
+                slots.extend(result)
+            else:
+                slots.append(result)
     return tuple([None if r is None else slots[r] for r in grads])
 
 
