@@ -38,8 +38,14 @@ def cast(x: Tensor, dtype: str) -> Tensor:
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     """Promote a pair the way MegEngine does: scalars take the tensor's dtype; mixed
     tensors promote (float wins), inserting a TypeCvt."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is b.dtype is _F32:
-        return a, b         # two float32 tensors: what the rules below return, checked first
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            if a.dtype is b.dtype is _F32:
+                return a, b     # two float32 tensors: what the rules below return
+        elif (type(b) is float or type(b) is int) and a.dtype is _F32:
+            return a, constant(np.asarray(b).astype(_F32))    # as as_tensor(b, a) makes it
+    elif (type(a) is float or type(a) is int) and isinstance(b, Tensor) and b.dtype is _F32:
+        return constant(np.asarray(a).astype(_F32)), b
     if a is None or b is None:
         raise TypeError("the operand is None and is not supported.")
     quantized = _quantized_pair(a, b)
