@@ -33,7 +33,10 @@ def run_backward(node, outs: tuple, wanted: tuple) -> tuple:
             or formats.in_use or dispatch.apply_log is not None:
         return node.backward(outs, wanted)
     inputs, outputs = node.saved
-    key = (op, wanted, *map(_kind, inputs), *map(_kind, outputs), *map(_kind, outs))
+    # what a rule may see of its values: a traced value by its var (its shape and dtype
+    # with it), an outside or constant one by shape and dtype, no gradient as None
+    key = (op, wanted, *[None if t is None else v if (v := t._var) is not None else
+                         (t._value.shape, t._value.dtype) for t in (*inputs, *outputs, *outs)])
     recipe = recipes.get(key, _UNKNOWN)
     if recipe is _UNKNOWN:
         grads, recipe = _record(rec, node, outs, wanted)
@@ -45,18 +48,6 @@ def run_backward(node, outs: tuple, wanted: tuple) -> tuple:
         # apply() would do nothing but hand each op to the replayer: hand it directly
         return _replay(recipe, [*inputs, *outputs, *outs], rec.record)
     return _replay(recipe, [*inputs, *outputs, *outs])
-
-
-def _kind(t):
-    """What a rule may see of a value: a traced value by its var (its shape and dtype
-    with it), an outside or constant one by shape and dtype, or no gradient (None)."""
-    if t is None:
-        return None
-    var = t._var
-    if var is not None:
-        return var
-    value = t._value
-    return (value.shape, value.dtype)
 
 
 def _replay(recipe, slots: list, record=None) -> tuple:
