@@ -39,6 +39,9 @@ class Replayer:
         self._device = as_device(None)
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
         self._args = args
+        # the values the compiled graph returns (a set: finish asks for every assigned
+        # parameter, momentum buffer and running statistic)
+        self._kept = set(entry.exec_outputs)
         self._fed: dict[Var, np.ndarray] = {}  # external inputs: values given this call
         self._rng_vars = [v for v in entry.externals if entry.sources[v].kind == "rng"]
         self._rng_drawn = 0
@@ -80,7 +83,7 @@ class Replayer:
         for t in alive.values():
             if t._owner is not self:
                 continue          # materialized already (a tensor that stood in twice)
-            if self._internal(t) and t._var not in self.entry.exec_outputs \
+            if self._internal(t) and t._var not in self._kept \
                     and t._var not in self.entry.full_graph.consts:
                 raise TraceError.because(
                     "data unreadable", "a tensor alive at the start of exclude_from_trace "
@@ -278,7 +281,7 @@ class Replayer:
             return const
         if var in self._args:
             return self._args[var]
-        if var not in self.entry.exec_outputs:
+        if var not in self._kept:
             raise TraceError.because(
                 "value unreadable", f"value unreadable: {var.name_hint or 'this value'} was "
                 "not read from Python while tracing, so the compiled graph does not keep it")
@@ -332,7 +335,7 @@ class Replayer:
         for t in leaves:
             if t._owner is not self:
                 values.append(t.numpy())
-            elif self._internal(t) and t._var not in self.entry.exec_outputs \
+            elif self._internal(t) and t._var not in self._kept \
                     and t._var not in self.entry.full_graph.consts:
                 raise TraceError.because(
                     "data unreadable", "a returned tensor was neither returned nor read "
