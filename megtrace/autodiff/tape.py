@@ -141,9 +141,9 @@ class Tape:
         self.suppress()
         for t in others:
             t.suppress()
-        callbacks = self.callbacks
         try:
             for node in reversed(self.nodes):
+                callbacks = self.callbacks      # (a callback may end the recording)
                 out_vars = node.out_vars
                 if len(out_vars) == 1:      # most ops: no tuple built for nothing
                     g = grads.pop(out_vars[0], None)
