@@ -70,14 +70,15 @@ def _replay(recipe, slots: list, record=None) -> tuple:
 
 def _record(rec, node, outs: tuple, wanted: tuple):
     """Run the rule, noting what it applies: (its gradients, its recipe or None)."""
-    made, effects = rec.created_mark(), rec.effects
+    made, effects, pc = rec.created_mark(), rec.effects, rec.pc
     log: list = []
     dispatch.apply_log = log
     try:
         grads = node.backward(outs, wanted)
     finally:
         dispatch.apply_log = None
-    if rec.effects != effects:
+    if rec.effects != effects or len(log) != rec.pc - pc:
+        # (the log misses ops the replayer checked: another thread's rule took it)
         return grads, None
     inputs, outputs = node.saved
     return grads, _recipe(rec, [*inputs, *outputs, *outs], log,
