@@ -32,19 +32,40 @@ class _Var:
 
 
 class _Node:
-    """`in_shapes` None: the shapes of `saved[0]` (an op's inputs as recorded), read only
-    when a gradient reaches them (most shapes are never asked for). `op` and `saved`:
-    an op's node (record_op), whose rule recipes.py may replay."""
-    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars", "saved", "op")
+    """A node with its own backward function (Function, a traced call's tape node)."""
+    __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars")
+    op = None
 
-    def __init__(self, name, backward, in_vars, in_shapes, out_vars, saved=None, op=None):
+    def __init__(self, name, backward, in_vars, in_shapes, out_vars):
         self.name, self.backward = name, backward
         self.in_vars, self.in_shapes, self.out_vars = in_vars, in_shapes, out_vars
-        self.saved, self.op = saved, op
 
     def in_shape(self, i: int) -> tuple:
-        shapes = self.in_shapes
-        return shapes[i] if shapes is not None else _shape(self.saved[0][i])
+        return self.in_shapes[i]
+
+
+class _OpNode:
+    """An op's node (record_op): its backward is the op's rule (`OpDef.vjp`) on the
+    tensors as they were recorded (`saved`: inputs, outputs), which recipes.py may
+    replay. No closure per op; input shapes are read only when a gradient reaches them
+    (most are never asked for)."""
+    __slots__ = ("name", "in_vars", "out_vars", "saved", "op", "params")
+
+    def __init__(self, op, params, in_vars, out_vars):
+        self.name, self.op, self.params = op.name, op, params
+        self.in_vars, self.out_vars = in_vars, out_vars
+
+    def backward(self, grads, wanted) -> tuple:
+        op = self.op
+        if op.vjp is None:
+            raise NotImplementedError(f"{op.name}: megtrace has no gradient rule (vjp) for "
+                                      "this operator yet")
+        inputs, outputs = self.saved
+        return tuple(op.vjp(VjpContext(wanted), inputs, outputs, grads,
+                            **dict(op.bind(self.params))))
+
+    def in_shape(self, i: int) -> tuple:
+        return _shape(self.saved[0][i])
 
 
 def is_differentiable_dtype(dtype) -> bool:
@@ -189,40 +210,40 @@ def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
     op of a recorded forward pass (and of a traced step's replay) comes here."""
     if op.vjp is NOT_DIFFERENTIABLE:
         return
-    saved = backward = None
+    nodes = None
     for tape in _recording:
         if tape.suppressed:
             continue
         in_vars = [None if (ad := t._ad) is None else ad.get(tape) for t in inputs]
         if in_vars.count(None) == len(in_vars):
             continue
-        if saved is None:
-            saved = []
-            backward = _op_backward(op, params, saved)
-        out_vars = [tape._track(t) if _carries_gradient(t.dtype) else _Var()
-                    for t in outputs]
-        tape.nodes.append(_Node(op.name, backward, in_vars, None, out_vars, saved, op))
-    if saved is not None:
+        out_vars = []
+        for t in outputs:
+            var = _Var()
+            if t.dtype.kind in ("f", "c"):      # _carries_gradient: tracked (_track)
+                ad = t._ad
+                if ad is None:
+                    t._ad = ad = {}
+                ad[tape] = var
+            out_vars.append(var)
+        node = _OpNode(op, params, in_vars, out_vars)
+        tape.nodes.append(node)
+        if nodes is None:
+            nodes = [node]
+        else:
+            nodes.append(node)
+    if nodes is not None:
         # the tensors as they are now (tracked): an in-place update (x += 1) later
         # rebinds the objects themselves
-        saved[:] = [tuple(map(_snapshot, inputs)), tuple(map(_snapshot, outputs))]
+        saved = (tuple(map(_snapshot, inputs)), tuple(map(_snapshot, outputs)))
+        for node in nodes:
+            node.saved = saved
 
 
 def _set_hook() -> None:
     """dispatch.apply calls record_op only while some tape records unsuppressed (not
     for every op of a backward pass)."""
     dispatch.tape_hook = record_op if any(not t.suppressed for t in _recording) else None
-
-
-def _op_backward(op: OpDef, params: dict, saved: list):
-    def backward(grads, wanted):
-        if op.vjp is None:
-            raise NotImplementedError(f"{op.name}: megtrace has no gradient rule (vjp) for "
-                                      "this operator yet")
-        inputs, outputs = saved
-        return tuple(op.vjp(VjpContext(wanted), inputs, outputs, grads,
-                            **dict(op.bind(params))))
-    return backward
 
 
 _new = object.__new__
