@@ -1,36 +1,71 @@
 """Reading MegEngine 1.13's MultiHeadAttn opr (how it dumps M.MultiHeadAttention and
-F.nn.multi_head_attention) as the `multi_head_attn` op (ops/attention.py), which
-computes what MegEngine's CPU kernel does (tests/modelfile/test_mha_dump.py). Masks,
-bias_kv, zero attention, the residual link, the attention weights as an output
-(need_weights) and dropout in training are refused.
+F.nn.multi_head_attention) as the `multi_head_attn` op (ops/attention.py), computing what
+MegEngine's CPU kernel (its proxy of matmuls, Elemwise and Softmax) does with the file
+(tests/modelfile/test_mha_dump.py, tests/modelfile/test_mha_masks.py):
+
+- a mask input (tensor_combination_type ONLY_MASK) is added to the scaled scores when
+  attn_mask_type is DEFAULT_MASK (is_causal's hint) or USER_DEFINED_MASK, and ignored
+  under NO_MASK, as the kernel does;
+- `reslink` is ignored: the CPU kernel never adds the query back (the CUDA one may);
+- `need_weights` (F.nn.multi_head_attention returning the attention weights) makes the
+  opr's second output, the softmax, the op's second result;
+- refused as MegEngine's CPU kernel refuses them: bias_k/bias_v (ONLY_BIASKV, ALL) and
+  add_zero_attn (its attention-weight layout check), DEFAULT_MASK or USER_DEFINED_MASK
+  with no mask input (it adds an absent mask); refused by megtrace: cuDNN-style masks,
+  dropout in training mode, a projection size of 0.
 """
 from __future__ import annotations
 
 from megtrace.errors import FormatError, UnsupportedModelError
 from megtrace.ops import get
-from megtrace.ops.attention import MULTI_HEAD_ATTN
+from megtrace.ops.attention import MASK_TYPES, MULTI_HEAD_ATTN
 
 from .to_graph import rule
 
-_REFUSED = {"tensor_combination_type": "NONE", "attn_mask_type": "NO_MASK",
-            "add_zero_attn": False, "reslink": False, "input_order": 0,
-            "need_weights": False}
+# MegEngine 1.13's CPU kernel on each: its check_exec's message (attn_add counts the
+# extra key bias_kv or the zero attention would add, which its proxy never adds)
+_ATTN_ADD = ("attn_weight.shape should be [N*num_heads, L, S+1](attn_add=1), but got "
+             "[N*num_heads, L, S]")
+_CPU_REFUSES = f"MegEngine 1.13's CPU kernel refuses it too ('{_ATTN_ADD}')"
+
+
+def _refusal(f: dict, n_inputs: int) -> str | None:
+    combination = f.get("tensor_combination_type", "NONE")
+    mask_type = f.get("attn_mask_type", "NO_MASK")
+    if combination in ("ONLY_BIASKV", "ALL"):
+        return f"bias_k/bias_v (tensor_combination_type={combination}) are not " \
+               f"supported: {_CPU_REFUSES}"
+    if f.get("add_zero_attn"):
+        return f"add_zero_attn=True is not supported: {_CPU_REFUSES}"
+    if mask_type == "CUDNN_STYLE_MASK":
+        return "attn_mask_type=CUDNN_STYLE_MASK (maybe_cudnn_style_mask) describes cuDNN's " \
+               "sequence windows; megtrace does not read it"
+    if mask_type in MASK_TYPES and combination != "ONLY_MASK":
+        return f"attn_mask_type={mask_type} without a mask input (is_causal without " \
+               "attn_mask) is not supported: MegEngine 1.13's CPU kernel adds the absent " \
+               "mask and fails (assertion `dtype == i->dtype')"
+    if f.get("input_order", 0) != 0:
+        return f"input_order={f['input_order']!r} is not supported (megtrace reads 0)"
+    if f.get("training") and (f.get("attn_prob") or f.get("out_prob")):
+        return "dropout in training mode is not supported"
+    if any(not f.get(f"{p}proj_size") for p in "qkvo"):
+        return "a projection size of 0 (no projection) is not supported"
+    want = 5 if combination == "ONLY_MASK" else 4
+    if n_inputs != want:
+        raise FormatError(f"MultiHeadAttn: tensor_combination_type={combination} takes "
+                          f"{want} inputs, got {n_inputs}")
+    return None
 
 
 @rule("MultiHeadAttn")
 def _mha(g, opr, ins, _shapes):
     f = opr.params[0][1] if opr.params else {}
-    for name, ok in _REFUSED.items():
-        if f.get(name, ok) != ok:
-            raise UnsupportedModelError(f"MultiHeadAttn: {name}={f[name]!r} is not supported "
-                                        f"(megtrace reads {name}={ok!r})")
-    if f.get("training") and (f.get("attn_prob") or f.get("out_prob")):
-        raise UnsupportedModelError("MultiHeadAttn: dropout in training mode is not supported")
-    if any(not f.get(f"{p}proj_size") for p in "qkvo"):
-        raise UnsupportedModelError("MultiHeadAttn: a projection size of 0 (no projection) "
-                                    "is not supported")
-    if len(ins) != 4:
-        raise FormatError(f"MultiHeadAttn: expected 4 inputs, got {len(ins)}")
-    (out,) = g.add_node(get("multi_head_attn"), ins, MULTI_HEAD_ATTN.decode(f),
-                        name_hint=opr.name or opr.type)
-    return [out] + [None] * (len(opr.outputs) - 1)
+    refused = _refusal(f, len(ins))
+    if refused:
+        raise UnsupportedModelError(f"MultiHeadAttn: {refused}")
+    params = MULTI_HEAD_ATTN.decode(f)
+    if params["attn_mask_type"] not in MASK_TYPES:     # a mask under NO_MASK: not added
+        ins, params["attn_mask_type"] = ins[:4], "NO_MASK"
+    outs = list(g.add_node(get("multi_head_attn"), ins, params,
+                           name_hint=opr.name or opr.type))
+    return outs + [None] * (len(opr.outputs) - len(outs))

@@ -30,6 +30,8 @@ def output_count(opr_type: str, params: list, n_tensors: int, n_inputs: int) -> 
         return max(n_inputs - 1, 1)
     if opr_type in ("LayerNorm", "GeneralNorm"):
         return 3
+    if opr_type == "MultiHeadAttn":     # out, attn_weight and the two reserve spaces
+        return 4
     specs = spec_index().get(opr_type, ())
     return max((s.outputs for _, s in specs), default=1)
 

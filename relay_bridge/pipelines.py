@@ -17,6 +17,7 @@ from .cpu.dead_taps import crop_dead_taps
 from .cpu.fast_math_pass import fast_math_pass
 from .cpu.transposed_conv import as_subpixel_convs
 from .cpu.zero_pad import concat_zeros_as_pad
+from .fold_conv_bn import fold_batchnorm_into_conv
 from .lower import to_relax
 from .targets import has_amx
 
@@ -35,6 +36,9 @@ def lower_graph(graph: Any, target: Any, base: str,
     graph = crop_dead_taps(graph)            # no taps or outputs that meet only padding
     graph = concat_zeros_as_pad(graph)       # zeros from a bounds check, not an array
     if base == "rules":
+        # an inference BatchNorm's scale in the conv weights: the kernel's epilogue adds
+        # one shift instead of subtract, multiply, add
+        graph = fold_batchnorm_into_conv(graph)
         # early layers image by image at batch > 1 (cpu/batch_split.py)
         return to_relax_cpu(split_batch(graph), amx=has_amx(target), on_kernel=on_kernel)
     return to_relax(graph), []

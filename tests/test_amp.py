@@ -42,6 +42,38 @@ def test_autocast_conv2d_matches_float16_inputs_with_float32_accumulation():
                                rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("traced", [False, True])
+def test_compute_mode_float32_is_what_autocast_computes(traced):
+    """MegEngine's amp sets compute_mode FLOAT32 on convolutions and matrix products;
+    float16 tensors given compute_mode="float32" by hand get the same float32 sums
+    (MegEngine 1.13's test_conv2d_autocast compares the two exactly)."""
+    x = RNG.standard_normal((1, 3, 40, 40)).astype(np.float32)
+    w = RNG.standard_normal((8, 3, 7, 7)).astype(np.float32)
+    a = RNG.standard_normal((16, 300)).astype(np.float32)
+    b = RNG.standard_normal((300, 12)).astype(np.float32)
+
+    def by_hand(x, w, a, b):
+        h = lambda t: t.astype("float16")
+        return (F.conv2d(h(x), h(w), None, 2, 3, compute_mode="float32"),
+                F.matmul(h(a), h(b), compute_mode="float32"))
+    fn = mge.jit.trace(by_hand, symbolic=True) if traced else by_hand
+    args = [mge.tensor(v) for v in (x, w, a, b)]
+    with amp.autocast():
+        want = (F.conv2d(args[0], args[1], None, 2, 3), F.matmul(args[2], args[3]))
+    for _ in range(2 if traced else 1):
+        got = fn(*args)
+        for g, e in zip(got, want):
+            assert g.dtype == e.dtype == np.float16
+            if traced:      # TVM's float32 sums run in another order: within 1 float16 ulp
+                np.testing.assert_allclose(g.numpy().astype(np.float32),
+                                           e.numpy().astype(np.float32), rtol=1e-3, atol=1e-3)
+            else:
+                np.testing.assert_array_equal(g.numpy(), e.numpy())
+    ref = (_f16(a).astype(np.float64) @ _f16(b)).astype(np.float16)   # float64 sums
+    np.testing.assert_allclose(got[1].numpy().astype(np.float32), ref.astype(np.float32),
+                               rtol=1e-3, atol=0)
+
+
 def test_precision_sensitive_ops_run_in_high_precision():
     x = mge.tensor(np.array([0.5, 1.5], np.float16))
     with amp.autocast():

@@ -2,10 +2,12 @@
 `io_weight_bias` parameter.
 
 MegEngine 1.13's CPU runs its MultiHeadAttn op through a proxy kernel; this computation
-matches it (tests/modelfile/test_mha_dump.py, golden data from real MegEngine). The plain
-form (no masks, no attention weights returned, no dropout) is one `multi_head_attn` op
-(ops/attention.py), dumped as MegEngine's MultiHeadAttn opr and read back from it
-(fbs/read_mha.py); the other forms are composed of the ops below. The packed
+matches it (tests/modelfile/test_mha_dump.py, test_mha_masks.py: golden data from real
+MegEngine). Without dropout, it is one `multi_head_attn` op (ops/attention.py), masks
+and returned attention weights included, dumped as MegEngine's MultiHeadAttn opr and read
+back from it (fbs/read_mha.py); the other forms are composed of the ops below.
+`is_causal` without any mask is computed with a causal mask (MegEngine 1.13's CPU
+kernel fails there: it adds an absent mask) and dumped with that mask as a constant. The packed
 parameter holds, in this order, the query, key, value and output projection weights,
 then the query, key, value and output biases (each present only when its projection
 size is nonzero, and a bias only when its flag is set). A projection is Y = X @ W + B
@@ -92,12 +94,18 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
     params = {"num_heads": num_heads, **{f"{c}proj_size": sizes[c] for c in "qkvo"},
               "qbias": bool(qbias), "kbias": bool(kbias), "vbias": bool(vbias),
               "obias": bool(obias), "sm_scaler": (embed_dim // num_heads) ** -0.5}
-    plain = (mask is None and not need_weights and
-             not (training and (attn_drop > 0 or out_drop > 0)) and
+    operands = (query, key, value, io_weight_bias) + (() if mask is None else (mask,))
+    plain = (not (training and (attn_drop > 0 or out_drop > 0)) and
              tuple(io_weight_bias.shape) == (1, packed_size(dims, params)) and
-             all(t.dtype == np.float32 for t in (query, key, value, io_weight_bias)))
+             all(t.dtype == np.float32 for t in operands))
     if plain:       # one op, dumped as MegEngine's MultiHeadAttn (ops/attention.py)
-        return apply("multi_head_attn", query, key, value, io_weight_bias, **params), None
+        if mask is not None:    # MegEngine's _merge_masks: is_causal's hint kept
+            params["attn_mask_type"] = "DEFAULT_MASK" if is_causal and \
+                key_padding_mask is None else "USER_DEFINED_MASK"
+        if not need_weights:
+            return apply("multi_head_attn", *operands, **params), None
+        out, weights = apply("multi_head_attn", *operands, **params, need_weights=True)
+        return out, _averaged(weights, num_heads) if average_attn_weights else weights
     q_w, k_w, v_w, o_w, q_b, k_b, v_b, o_b = _unpack(io_weight_bias, dims, params)
     n, length, source = query.shape[0], query.shape[1], key.shape[1]
     q = _heads(_project(query, q_w, q_b), num_heads)          # (N*h, L, dq)
@@ -116,9 +124,12 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
         out = dropout(out, out_drop, training)
     if not need_weights:
         return out, None
-    if average_attn_weights:
-        return out, reshape(weights, (-1, num_heads, length, source)).mean(axis=1)
-    return out, weights
+    return out, _averaged(weights, num_heads) if average_attn_weights else weights
+
+
+def _averaged(weights: Tensor, num_heads: int) -> Tensor:
+    """(N * h, L, S) -> (N, L, S): the mean over heads."""
+    return reshape(weights, (-1, num_heads, *weights.shape[1:])).mean(axis=1)
 
 
 def _project(x: Tensor, w: Tensor, b: Optional[Tensor]) -> Tensor:

@@ -35,14 +35,19 @@ def _check_mode(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+_ACCUMULATE_F32 = {"compute_mode": "FLOAT32"}
+
+
 def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntPair = 1,
            padding: IntPair = 0, dilation: IntPair = 1, groups: int = 1,
            conv_mode: str = "cross_correlation", compute_mode: str = "default") -> Tensor:
     """2D convolution (NCHW). With `groups > 1` the weight is 5-d
     `(groups, out_channels // groups, in_channels // groups, kh, kw)`, as in MegEngine."""
+    modes = {}
     if conv_mode is not _CROSS or compute_mode is not _DEFAULT or \
             _CONFIG["__compute_mode"] != "default":
-        check_modes("conv2d", conv_mode, compute_mode)
+        if check_modes("conv2d", conv_mode, compute_mode) == "float32":
+            modes = _ACCUMULATE_F32     # float16 data summed in float32, as amp does
     if not (isinstance(inp, Tensor) and isinstance(weight, Tensor)
             and inp.dtype is weight.dtype is _F32):     # float32 pairs need no promotion
         inp, weight = promote_pair("conv2d", inp, weight)
@@ -56,7 +61,8 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
         stride, padding, dilation = _GEOMETRY[stride, padding, dilation]
     except (KeyError, TypeError):
         stride, padding, dilation = _geometry(stride, padding, dilation)
-    out = apply("conv2d", inp, weight, stride=stride, padding=padding, dilation=dilation)
+    out = apply("conv2d", inp, weight, stride=stride, padding=padding, dilation=dilation,
+                **modes)
     return out if bias is None else add(out, _amp.low_prec_bias(bias))
 
 
@@ -99,8 +105,13 @@ def avg_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = No
 def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: bool = False,
            compute_mode: str = "default", format: str = "default") -> Tensor:
     """Matrix product of the last two axes; leading axes broadcast (batched matmul)."""
-    if compute_mode != "default":       # the check only for what it could refuse
-        _check_mode("matmul: compute_mode", compute_mode, ("default", "float32"))
+    modes = {}
+    if compute_mode != "default" or _config._compute_mode != "default":
+        mode = _config._get_actual_op_param(
+            _check_mode("matmul: compute_mode", compute_mode, ("default", "float32")),
+            _config._compute_mode)
+        if mode == "float32":
+            modes = _ACCUMULATE_F32
     if format != "default":
         _check_mode("matmul: format", format, ("default",))
     a, b = require_tensor("matmul", inp1), require_tensor("matmul", inp2)
@@ -111,7 +122,7 @@ def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: b
     # a vector operand is a one-row (left) or one-column (right) matrix, dropped afterwards
     out = apply("matmul", expand_dims(a, 0) if a_ndim == 1 else a,
                 expand_dims(b, -1) if b_ndim == 1 else b,
-                transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
+                transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), **modes)
     if b_ndim == 1:
         out = squeeze(out, -1)
     return squeeze(out, -2 if b_ndim > 1 else -1) if a_ndim == 1 else out

@@ -1,12 +1,17 @@
-"""`multi_head_attn`: F.nn.multi_head_attention's plain form (no masks, no bias_kv, no
-dropout) as one op, written as MegEngine 1.13's MultiHeadAttn opr (MegEngine dumps
-M.MultiHeadAttention so, and its Lite runs that opr on x86 through its proxy kernel).
+"""`multi_head_attn`: F.nn.multi_head_attention in eval mode (no bias_kv, no zero
+attention, no dropout) as one op, written as MegEngine 1.13's MultiHeadAttn opr (MegEngine
+dumps M.MultiHeadAttention so, and its Lite runs that opr on x86 through its proxy kernel).
 
-Inputs are MegEngine's: query (N, L, Eq), key (N, S, Ek), value (N, S, Ev) and the packed
+Inputs are MegEngine's: query (N, L, Eq), key (N, S, Ek), value (N, S, Ev), the packed
 `io_weight_bias` (1, total): the q, k, v, o weights ((in, proj) each, Y = X @ W), then the
-biases the flags ask for. Heads split the projections into `num_heads` consecutive
-chunks; scores are scaled by `sm_scaler`. Reading MegEngine's files goes through
-fbs/read_mha.py, which also takes the forms this op does not.
+biases the flags ask for, and, when `attn_mask_type` is not NO_MASK, the merged additive
+mask: (L, S) or (N * num_heads, L, S) (MegEngine's layout check; other ranks broadcast
+to the scores as its Elemwise ADD does). Heads split the projections into `num_heads`
+consecutive chunks; the scores are scaled by `sm_scaler`, then the mask is added
+(DEFAULT_MASK, is_causal's hint, and USER_DEFINED_MASK compute alike), then softmax.
+With `need_weights` the op has a second result, the softmax (N * num_heads, L, S): the
+opr's second output (MegEngine's kernel always fills it; the flag says it is used).
+Reading MegEngine's files goes through fbs/read_mha.py, which says which forms it takes.
 """
 from __future__ import annotations
 
@@ -17,7 +22,10 @@ from ..ir import TensorType
 from .registry import MgeComposite, MgeOpr, OpDef, register
 
 _PARAMS = {"num_heads": 1, "qproj_size": 1, "kproj_size": 1, "vproj_size": 1, "oproj_size": 1,
-           "qbias": False, "kbias": False, "vbias": False, "obias": False, "sm_scaler": 1.0}
+           "qbias": False, "kbias": False, "vbias": False, "obias": False, "sm_scaler": 1.0,
+           "attn_mask_type": "NO_MASK", "need_weights": False}
+# MegEngine's AttnMaskType members that add the mask input to the scores
+MASK_TYPES = ("DEFAULT_MASK", "USER_DEFINED_MASK")
 
 
 def _layout(dims, p) -> list:
@@ -49,8 +57,8 @@ def unpack(w, dims, p) -> list:
             for e in _layout(dims, p)[:-1]]
 
 
-def _infer(q, k, v, w, **p):
-    for t in (q, k, v, w):
+def _infer(q, k, v, w, mask=None, **p):
+    for t in (q, k, v, w) + (() if mask is None else (mask,)):
         if t.dtype != "float32":
             raise DTypeError(f"multi_head_attn: inputs must be float32; got {t}")
     if q.ndim != 3 or k.ndim != 3 or v.ndim != 3 or k.shape[:2] != v.shape[:2] or \
@@ -64,11 +72,35 @@ def _infer(q, k, v, w, **p):
     total = packed_size((q.shape[2], k.shape[2], v.shape[2], p["vproj_size"]), p)
     if w.shape != (1, total):
         raise ShapeError(f"multi_head_attn: io_weight_bias must be (1, {total}); got {w}")
-    return TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
+    scores = (q.shape[0] * h, q.shape[1], k.shape[1])
+    _check_mask(mask, scores, p["attn_mask_type"])
+    out = TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
+    return (out, TensorType(scores, "float32")) if p["need_weights"] else out
+
+
+def _check_mask(mask, scores: tuple, mask_type: str) -> None:
+    """MegEngine's rule for the mask input: present exactly when attn_mask_type adds it;
+    (L, S) when 2-d, (N * num_heads, L, S) when 3-d, otherwise broadcast to the scores
+    (N * num_heads, L, S) without changing their shape."""
+    if mask_type not in ("NO_MASK",) + MASK_TYPES:
+        raise ValueError(f"multi_head_attn: attn_mask_type {mask_type!r} is not one of "
+                         f"NO_MASK, {', '.join(MASK_TYPES)}")
+    if (mask is None) != (mask_type == "NO_MASK"):
+        raise ShapeError(f"multi_head_attn: attn_mask_type={mask_type} "
+                         f"{'needs' if mask is None else 'takes no'} mask input")
+    if mask is None:
+        return
+    shape = tuple(mask.shape)
+    want = {2: scores[1:], 3: scores}.get(len(shape))
+    fits = shape == want if want is not None else \
+        len(shape) < 2 and np.broadcast_shapes(shape, scores) == scores
+    if not fits:
+        raise ShapeError(f"multi_head_attn: attn_mask.shape should be "
+                         f"{list(want or scores)}, but got {list(shape)}")
 
 
 # -- one computation for NumPy and Relax ------------------------------------------------------
-def _compute(ops, q, k, v, w, shapes, p):
+def _compute(ops, q, k, v, w, mask, shapes, p):
     n, length, source = shapes[0][0], shapes[0][1], shapes[1][1]
     h = p["num_heads"]
     dims = (shapes[0][2], shapes[1][2], shapes[2][2], p["vproj_size"])
@@ -89,12 +121,14 @@ def _compute(ops, q, k, v, w, shapes, p):
     qh = split(project(q, length, (0, dims[0]), 4 if p["qbias"] else None), length, sizes[0])
     kh = split(project(k, source, (1, dims[1]), 5 if p["kbias"] else None), source, sizes[1])
     vh = split(project(v, source, (2, dims[2]), 6 if p["vbias"] else None), source, sizes[2])
-    probs = ops.softmax(ops.scale(ops.matmul(qh, ops.transpose(kh, (0, 2, 1))), p["sm_scaler"]))
+    scores = ops.scale(ops.matmul(qh, ops.transpose(kh, (0, 2, 1))), p["sm_scaler"])
+    probs = ops.softmax(scores if mask is None else ops.add(scores, mask))
     heads = ops.matmul(probs, vh)
     merged = ops.reshape(ops.transpose(ops.reshape(heads, (n, h, length, sizes[2] // h)),
                                        (0, 2, 1, 3)), (n, length, sizes[2]))
     out = project(merged, length, (3, sizes[2]), 7 if p["obias"] else None)
-    return ops.reshape(out, (n, length, sizes[3]))
+    out = ops.reshape(out, (n, length, sizes[3]))
+    return (out, probs) if p["need_weights"] else out
 
 
 class _NumPy:
@@ -138,22 +172,25 @@ class _Relax:
         return self.R.nn.softmax(a, axis=-1)
 
 
-def _eager(q, k, v, w, **p):
-    return _compute(_NumPy, q, k, v, w, [q.shape, k.shape, v.shape], p).astype(q.dtype)
+def _eager(q, k, v, w, mask=None, **p):
+    out = _compute(_NumPy, q, k, v, w, mask, [q.shape, k.shape, v.shape], p)
+    return tuple(a.astype(q.dtype) for a in out) if p["need_weights"] else out.astype(q.dtype)
 
 
-def _lower(L, q, k, v, w, **p):
-    return _compute(_Relax(L), q, k, v, w, [t.shape for t in L.types[:3]], p)
+def _lower(L, q, k, v, w, mask=None, **p):
+    return _compute(_Relax(L), q, k, v, w, mask, [t.shape for t in L.types[:3]], p)
 
 
 def _vjp(V, inputs, outputs, grads, **p):
     """Recompute the forward in Tensor ops, then walk it back by hand."""
     from .attention_vjp import attention_vjp
-    return attention_vjp(V, inputs, grads[0], p)
+    return attention_vjp(V, inputs, outputs, grads, p)
 
 
 def _fields(p: dict) -> dict:
-    return {**{k: p[k] for k in _PARAMS}, "training": False}
+    masked = p["attn_mask_type"] != "NO_MASK"
+    return {**{k: p[k] for k in _PARAMS}, "training": False,
+            "tensor_combination_type": "ONLY_MASK" if masked else "NONE"}
 
 
 MULTI_HEAD_ATTN = MgeOpr("MultiHeadAttn", "MultiHeadAttn", outputs=4, fields=_fields,
@@ -163,7 +200,8 @@ MULTI_HEAD_ATTN = MgeOpr("MultiHeadAttn", "MultiHeadAttn", outputs=4, fields=_fi
 def _emit(em, types, p, inputs):
     fields = {**_fields(p), "embeding_size": types[0].shape[2], "k_size": types[1].shape[2],
               "v_size": types[2].shape[2]}
-    return em.opr(MULTI_HEAD_ATTN, fields, inputs)
+    outs = em.opr_all(MULTI_HEAD_ATTN, fields, inputs)
+    return outs[:2] if p["need_weights"] else outs[0]
 
 
 register(OpDef("multi_head_attn", eager=_eager, infer=_infer, lower=_lower, params=_PARAMS,

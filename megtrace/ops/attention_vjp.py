@@ -1,15 +1,21 @@
 """The VJP of `multi_head_attn` (ops/attention.py) in Tensor operations: the forward is
 recomputed, then each stage is walked back (output projection, head merge, softmax
 probabilities times values, the scaled scores' softmax, the three input projections);
-the packed parameter's gradient is its parts' gradients in the packed order."""
+the packed parameter's gradient is its parts' gradients in the packed order, the additive
+mask's the scores' gradient summed to its shape."""
 from __future__ import annotations
 
 from .attention import unpack
 
 
-def attention_vjp(V, inputs, g, p):
+def attention_vjp(V, inputs, outputs, grads, p):
+    """Gradients of the inputs given those of the output and, with need_weights, of the
+    attention weights (either may be None)."""
     F = V.F
-    q, k, v, w = inputs
+    g = grads[0] if grads[0] is not None else V.zeros_like(outputs[0])
+    g_weights = grads[1] if len(grads) > 1 else None
+    q, k, v, w = inputs[:4]
+    mask = inputs[4] if len(inputs) > 4 else None
     n, length, source = q.shape[0], q.shape[1], k.shape[1]
     h, c = p["num_heads"], p["sm_scaler"]
     dims = (q.shape[2], k.shape[2], v.shape[2], p["vproj_size"])
@@ -31,7 +37,8 @@ def attention_vjp(V, inputs, g, p):
         y = F.matmul(xs[i], parts[i])
         proj.append(y if parts[4 + i] is None else y + parts[4 + i])
     qh, kh, vh = (split(proj[i], lens[i], sizes[i]) for i in range(3))
-    probs = F.softmax(F.matmul(qh, kh, transpose_b=True) * c, axis=-1)
+    scores = F.matmul(qh, kh, transpose_b=True) * c
+    probs = F.softmax(scores if mask is None else scores + mask, axis=-1)
     merged = merge(F.matmul(probs, vh), length, sizes[2])
 
     g2 = g.reshape(n * length, sizes[3])
@@ -40,8 +47,13 @@ def attention_vjp(V, inputs, g, p):
     d_parts[7] = F.sum(g2, axis=0) if parts[7] is not None else None
     d_heads = split(F.matmul(g2, parts[3], transpose_b=True), length, sizes[2])
     d_probs = F.matmul(d_heads, vh, transpose_b=True)
+    if g_weights is not None:
+        d_probs = d_probs + g_weights
     d_vh = F.matmul(probs, d_heads, transpose_a=True)
-    d_scores = probs * (d_probs - F.sum(d_probs * probs, axis=-1, keepdims=True)) * c
+    d_masked = probs * (d_probs - F.sum(d_probs * probs, axis=-1, keepdims=True))
+    d_mask = V.sum_to(d_masked, tuple(mask.shape)) \
+        if mask is not None and V.needs_grad(4) else None
+    d_scores = d_masked * c
     d_qh = F.matmul(d_scores, kh)
     d_kh = F.matmul(d_scores, qh, transpose_a=True)
     d_x = []
@@ -52,4 +64,4 @@ def attention_vjp(V, inputs, g, p):
             d_parts[4 + i] = F.sum(d2, axis=0)
         d_x.append(F.matmul(d2, parts[i], transpose_b=True).reshape(inputs[i].shape))
     dw = F.concat([d.reshape(-1) for d in d_parts if d is not None], axis=0)
-    return (*d_x, dw.reshape(tuple(w.shape)))
+    return (*d_x, dw.reshape(tuple(w.shape))) + (() if mask is None else (d_mask,))

@@ -3,15 +3,19 @@
 In an inverted-residual block the 1x1 conv writes a 6x wider activation that the
 depthwise conv reads right back: at 112x112 that is 4.8 MB each way, so both kernels
 wait on memory (in a model run the pair took 2-3x its warm time). Here, per channel
-block and strip of R output rows, the 1x1 conv computes the R*s + 2 expanded rows the
-strip needs into a buffer that stays in cache (register tiles of `reg1` columns x 16
+block and strip of R output rows, the 1x1 conv computes the (R-1)*s + 3 expanded rows
+the strip needs into a buffer that stays in cache (register tiles of `reg1` columns x 16
 channels, its epilogue applied on the way), and the depthwise conv reads them from
-there; the expanded tensor never exists. The 1x1 conv reads the input at clamped
-coordinates without guards (a guard per tap cost 2x on 14x14 layers) and the
-epilogue stage writes zeros where the depthwise conv's padding is. Neighbouring
-strips recompute their 2 halo rows (2 / (R*s) more 1x1 work). Measured alone with
-caches flushed between calls (1 thread, CPU time; a guarded first version): 16->96 @112
-stride 2 0.65 ms vs 1.21 ms for the two kernels, 24->144 @56 0.54 vs 0.61 ms.
+there; the expanded tensor never exists. The 1x1 conv computes the input's own
+columns (reads at clamped rows, without guards: a guard per tap cost 2x on 14x14
+layers; the epilogue stage writes zeros in the padding rows) and the depthwise conv
+guards its taps on the padding columns: computed padding columns cost 1x1 work, and
+their clamped reads gave each column of the 1x1 tile an address of its own (MobileNetV2's
+pairs alone, warm, Zen 5, 1 thread: 112 s2 0.239 -> 0.227 ms, 56 s1 0.146 -> 0.143,
+56 s2 0.121 -> 0.116). Neighbouring strips recompute their halo rows ((3 - s) / (R*s)
+more 1x1 work). Measured alone with caches flushed between calls (1 thread, CPU time;
+a guarded first version): 16->96 @112 stride 2 0.65 ms vs 1.21 ms for the two
+kernels, 24->144 @56 0.54 vs 0.61 ms.
 
 The expanded rows are indexed (strip, row in strip), so that each strip's buffer is
 its own (a rolling buffer over overlapping rows would make the rows' block iterator
@@ -84,27 +88,31 @@ class Tiling:
     reg: int         # depthwise tile columns
     owp: int         # depthwise columns computed (>= ow, a multiple of reg)
     reg1: int        # 1x1 tile columns; divides the expanded row width
-    w2: int          # expanded columns computed (>= (owp - 1) * s + 3)
+    w2: int          # expanded columns computed: the input's w, widened to a reg1 multiple
 
 
 DW_REG_CHOICES = (4, 7, 3, 2)     # depthwise tile widths, preferred first (depthwise.py)
 
 
+def strip_rows(rows: int, stride: int) -> int:
+    """Expanded rows a strip of `rows` output rows reads: (rows - 1) * stride + 3."""
+    return (rows - 1) * stride + 3
+
+
 def tiling(shape: PairShape) -> Tiling | None:
     """Strip height and tile widths: the depthwise tile of 4 columns unless another
-    wastes fewer (a 2-column tile ran the 56-wide layers at half the rate), the expanded
-    rows widened to the next multiple of a 1x1 tile width (those extra columns cost
-    less than a narrower depthwise tile: 112 s2 needs 113 columns, prime), then the
-    tallest strip whose expanded rows fit STRIP_BYTES; None when nothing fits."""
-    s = shape.stride
+    wastes fewer (a 2-column tile ran the 56-wide layers at half the rate), the 1x1 tile
+    width that covers the input row with the fewest extra columns (14 for MobileNet's
+    112/56/28-wide rows: none), then the tallest strip whose expanded rows fit
+    STRIP_BYTES; None when nothing fits."""
+    s, w = shape.stride, shape.w
     reg = min(DW_REG_CHOICES, key=lambda r: (ceil_div(shape.ow, r) * r - shape.ow,
                                              DW_REG_CHOICES.index(r)))
     owp = ceil_div(shape.ow, reg) * reg
-    need = (owp - 1) * s + 3
-    w2, reg1 = min(((ceil_div(need, r) * r, r) for r in REG1_CHOICES),
+    w2, reg1 = min(((ceil_div(w, r) * r, r) for r in REG1_CHOICES),
                    key=lambda wr: (wr[0], REG1_CHOICES.index(wr[1])))
     fits = [r for r in range(1, shape.oh + 1) if shape.oh % r == 0
-            and (r * s + 2) * w2 * BLOCK * 4 <= STRIP_BYTES]
+            and strip_rows(r, s) * w2 * BLOCK * 4 <= STRIP_BYTES]
     return Tiling(max(fits), reg, owp, reg1, w2) if fits else None
 
 
@@ -137,7 +145,7 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
         raise ValueError(f"expand_depthwise: no tiling for {shape}")
     s, (h, w) = shape.stride, (shape.h, shape.w)
     cb, eb = blocks(shape.c), blocks(shape.e)
-    r_rows, w2 = til.rows * s + 2, til.w2
+    r_rows, w2 = strip_rows(til.rows, s), til.w2
     x = te.placeholder((shape.n, cb, h, w, BLOCK), "float32", name="x")
     icb = shape.icb
     steps, per = ceil_div(shape.c, icb), BLOCK // icb     # reduction blocks, per input block
@@ -152,22 +160,24 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
     def row(yo, r):                     # the padded input row of a strip's r-th row
         return yo * (til.rows * s) + r
 
-    def inside(y, z):
-        return t.all(y >= 1, y <= h, z >= 1, z <= w)
-
-    def x_at(b, y, z):     # clamped, unguarded: `mid` zeroes the padding positions
-        return x[b, ico // per, t.min(t.max(y - 1, 0), h - 1), t.min(t.max(z - 1, 0), w - 1),
-                 (ico % per) * icb + ici]
+    def x_at(b, y, z):     # rows clamped, unguarded: `mid` zeroes the padding rows
+        col = z if w2 == w else t.min(z, w - 1)
+        return x[b, ico // per, t.min(t.max(y - 1, 0), h - 1), col, (ico % per) * icb + ici]
     strips = (shape.n, eb, shape.oh // til.rows, r_rows, w2, BLOCK)
     raw = te.compute(strips, lambda b, k, yo, r, z, ki: te.sum(
         x_at(b, row(yo, r), z) * w1[k, ico, 0, 0, ici, ki], axis=[ico, ici]), name="raw")
     mid = te.compute(strips, lambda b, k, yo, r, z, ki: te.if_then_else(
-        inside(row(yo, r), z),
+        t.all(row(yo, r) >= 1, row(yo, r) <= h),
         first.apply(raw[b, k, yo, r, z, ki], lambda q: v1[q][k, ki], None), zero), name="mid")
     rh, rw = te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw")
+
+    def tap(b, k, y, z, ki):   # the padding columns are a guard, not computed columns
+        col = z * s + rw - 1
+        return te.if_then_else(t.all(col >= 0, col < w),
+                               mid[b, k, y // til.rows, (y % til.rows) * s + rh, col, ki],
+                               zero) * wd[k, rh, rw, ki]
     dw = te.compute((shape.n, eb, shape.oh, til.owp, BLOCK), lambda b, k, y, z, ki: te.sum(
-        mid[b, k, y // til.rows, (y % til.rows) * s + rh, z * s + rw, ki] * wd[k, rh, rw, ki],
-        axis=[rh, rw]), name="dw")
+        tap(b, k, y, z, ki), axis=[rh, rw]), name="dw")
     out = blocked_output(dw, shape.out_shape, shape.e, second, v2, [])
 
     def schedule(sch):

@@ -51,3 +51,36 @@ def test_traced_cnn_training_matches_eager(rng):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
     for (name, p), q in zip(eager_net.named_parameters(), traced_net.parameters()):
         np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+class _WideNet(M.Module):
+    """16- and 32-channel convs down to 2x2 and 1x1 maps: strided input gradients per
+    output phase (transposed_conv._per_phase) and stacked conv tiles in the CPU rules."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = M.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = M.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.conv3 = M.Conv2d(32, 32, 3, padding=1)
+        self.conv4 = M.Conv2d(32, 32, 1, stride=2)
+        self.fc = M.Linear(32, 3)
+
+    def forward(self, x):
+        h = F.relu(self.conv1(x))
+        h = F.relu(self.conv2(h))
+        h = F.relu(self.conv3(h) + h)
+        h = self.conv4(h)
+        return self.fc(F.flatten(h, 1))
+
+
+def test_traced_wide_cnn_training_matches_eager(rng):
+    batches = [(mge.tensor(rng.standard_normal((4, 3, 4, 4)).astype("float32")),
+                mge.tensor(rng.integers(0, 3, 4).astype("int32"))) for _ in range(3)]
+    eager_net, traced_net = _WideNet(), _WideNet()
+    traced_net.load_state_dict(eager_net.state_dict())
+    eager_step, traced_step = _trainer(eager_net, False), _trainer(traced_net, True)
+    for x, label in batches:
+        want, got = eager_step(x, label), traced_step(x, label)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    for (name, p), q in zip(eager_net.named_parameters(), traced_net.parameters()):
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)

@@ -137,6 +137,13 @@ EXTRA = [
            tag="max-overlap"),
     Sample("conv2d", lambda r: [f32(2, 4, 8, 7)(r), f32(2, 3, 2, 3, 2)(r)],
            {"stride": (2, 3), "padding": (1, 0), "dilation": (2, 1)}, tag="groups-strided"),
+    # 16 input channels (full vectors in the CPU rules' layout), directly and strided
+    Sample("conv2d", lambda r: [f32(2, 16, 4, 3)(r), f32(3, 16, 3, 3)(r)],
+           {"padding": (1, 1)}, tag="ic16-pad1"),
+    Sample("conv2d", lambda r: [f32(1, 16, 3, 4)(r), f32(2, 16, 3, 1)(r)],
+           {"padding": (2, 0)}, tag="ic16-wide-padding"),
+    Sample("conv2d", lambda r: [f32(1, 16, 5, 4)(r), f32(2, 16, 3, 3)(r)],
+           {"stride": (2, 2), "padding": (1, 1)}, tag="ic16-strided"),
 ]
 
 

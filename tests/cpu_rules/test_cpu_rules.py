@@ -206,6 +206,40 @@ def test_blocked_layout_persists_and_padded_channels_stay_zero(rng):
     check(cg(x)[0], np.maximum(conv_ref(r, w3, padding=(1, 1)) + r, 0))
 
 
+def test_inference_batch_norm_scale_is_in_the_conv_weights(rng):
+    """conv -> batch_norm -> clip and depthwise -> batch_norm: each kernel's epilogue
+    takes one shift vector (the scale is folded into the packed weights), not mean,
+    scale and beta; results as computed in float64 from the unfolded graph."""
+    from megtrace.relay_bridge.pipelines import lower_graph
+    from megtrace.relay_bridge.targets import resolve
+    x, w, dw = f32(rng, 1, 3, 10, 10), f32(rng, 24, 3, 3, 3), f32(rng, 24, 1, 1, 3, 3)
+    stats = [(f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1), f32(rng, 1, 24, 1, 1),
+              f32(rng, 1, 24, 1, 1, lo=0.5, hi=2.0)) for _ in range(2)]
+    b = G()
+
+    def bn(y, i):
+        gamma, beta, mean, var = stats[i]
+        return b.op("batch_norm", y, b.const(gamma), b.const(beta), b.const(mean),
+                    b.const(var))
+    y = b.op("clip", bn(b.op("conv2d", b.input(x), b.const(w), padding=(1, 1)), 0),
+             lower=0.0, upper=6.0)
+    y = bn(b.op("conv2d", y, b.const(dw), padding=(1, 1)), 1)
+    cg = b.compile(y)
+    assert cg.rules == ["conv", "depthwise"]
+    mod, _ = lower_graph(b.g, resolve(None), "rules")
+    kernels = {str(f.attrs["megtrace.rule"]): f for f in mod.functions.values()
+               if f.attrs is not None and "megtrace.rule" in f.attrs}
+    # (input, packed weight, shift, output)
+    assert len(kernels["conv2d_nchw16c"].params) == 4
+    assert len(kernels["depthwise_nchw16c"].params) == 4
+
+    def ref_bn(r, i):
+        gamma, beta, mean, var = (a.astype(np.float64) for a in stats[i])
+        return (r - mean) / np.sqrt(var + 1e-5) * gamma + beta
+    r = np.clip(ref_bn(conv_ref(x, w, padding=(1, 1)), 0), 0, 6)
+    check(cg(x)[0], ref_bn(conv_ref(r, dw, padding=(1, 1)), 1))
+
+
 def test_value_with_two_users_stays_blocked(rng):
     x, wt, scale = f32(rng, 1, 8, 9, 9), f32(rng, 20, 8, 3, 3), f32(rng, 1, 20, 1, 1)
     b = G()
@@ -284,20 +318,24 @@ def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch)
     check(cg(x)[0], np.clip(conv_ref(mid, dw, (s, s), (1, 1)) + b2, 0, 6))
 
 
-@pytest.mark.parametrize("shape,reg,owp", [((1, 16, 112, 112, 96, 2), 4, 56),
-                                           ((1, 24, 56, 56, 144, 1), 4, 56),
-                                           ((1, 24, 56, 56, 144, 2), 4, 28),
-                                           ((1, 16, 26, 26, 32, 2), 7, 14)])
-def test_expand_depthwise_tiling_widens_expanded_rows_not_depthwise_tiles(shape, reg, owp):
-    """MobileNetV2's 112 s2 pair needs 113 expanded columns (prime) and its 56 s1 pair
-    58: the 1x1 tile's row is widened rather than the depthwise tile narrowed to 2."""
-    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, tiling
+@pytest.mark.parametrize("shape,reg,owp,w2", [((1, 16, 112, 112, 96, 2), 4, 56, 112),
+                                              ((1, 24, 56, 56, 144, 1), 4, 56, 56),
+                                              ((1, 24, 56, 56, 144, 2), 4, 28, 56),
+                                              ((1, 16, 26, 26, 32, 2), 7, 14, 26),
+                                              ((1, 8, 13, 11, 48, 2), 3, 6, 11),
+                                              ((1, 32, 7, 7, 192, 1), 7, 7, 8)])
+def test_expand_depthwise_tiling_computes_only_input_columns(shape, reg, owp, w2):
+    """The 1x1 tile covers the input's columns (MobileNetV2's 112/56-wide rows: 14-column
+    tiles, none extra; the depthwise conv's padding columns are a guard, not computed:
+    the 112 s2 pair computed 117 columns for 113 before, clamped reads made the tile's
+    columns separate addresses), and a strip computes only the rows it reads."""
+    from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, strip_rows, tiling
     pair = PairShape(*shape)
     t = tiling(pair)
-    assert (t.reg, t.owp) == (reg, owp)
-    need = (t.owp - 1) * pair.stride + 3
-    assert need <= t.w2 < need + t.reg1 and t.w2 % t.reg1 == 0
+    assert (t.reg, t.owp, t.w2) == (reg, owp, w2)
+    assert pair.w <= t.w2 < pair.w + t.reg1 and t.w2 % t.reg1 == 0
     assert pair.oh % t.rows == 0
+    assert strip_rows(t.rows, pair.stride) == (t.rows - 1) * pair.stride + 3
 
 
 @pytest.mark.parametrize("c,icb,steps", [(24, 8, 3), (20, 4, 5), (16, 16, 1), (96, 16, 6),

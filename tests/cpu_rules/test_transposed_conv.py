@@ -46,6 +46,14 @@ CASES = [  # x shape, w shape, stride, padding, output_padding, groups
     # padding beyond the taps: the phase grid starts past its first position
     ((1, 3, 6, 5), (3, 2, 3, 3), (1, 1), (2, 2), (0, 0), 1),
     ((1, 4, 4, 4), (4, 4, 3, 3), (2, 2), (3, 3), (1, 1), 1),
+    # strided input gradients on small maps (ResNet's 3x3/2 and 1x1/2 on 1x1 and 2x2 maps),
+    # phases without taps (kernel smaller than the stride), mixed strides
+    ((2, 6, 1, 1), (6, 5, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((2, 6, 2, 2), (6, 5, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((2, 6, 3, 2), (6, 4, 1, 1), (2, 2), (0, 0), (1, 1), 1),
+    ((1, 3, 4, 3), (3, 4, 3, 2), (3, 3), (1, 0), (2, 0), 1),
+    ((1, 4, 3, 5), (4, 2, 3, 3), (2, 1), (1, 1), (1, 0), 1),
+    ((1, 4, 5, 5), (4, 3, 5, 5), (2, 2), (2, 2), (1, 1), 1),
     # stride 1 grouped and 3-d (the weight transposed and flipped rather than gathered)
     ((1, 6, 5, 4), (2, 3, 4, 3, 2), (1, 1), (1, 0), (0, 0), 2),
     ((1, 4, 3, 4, 5), (4, 2, 3, 2, 3), (1, 1, 1), (1, 0, 1), (0, 0, 0), 1),
@@ -92,3 +100,23 @@ def test_stride1_subpixel_conv_computes_only_the_output(rng):
     assert tuple(convs[0].kwargs["padding"]) == (1, 1)
     # its weight is transposed and flipped (fused into the weight packing), not gathered
     assert "take" not in {n.op.name for n in as_subpixel_convs(infer.graph).nodes}
+
+
+def test_strided_subpixel_convs_take_each_phases_own_taps(rng):
+    """A 3x3 stride-2 transposed conv is four convs with the phases' own 2x2, 2x1, 1x2 and
+    1x1 taps (9 in all, not four zero-filled 2x2), no weight gather; on a 1x1 input (the
+    input gradient of ResNet-18's last stride-2 conv on 32x32 images) each phase computes
+    its one output position from its one live tap."""
+    def convs(xs):
+        infer = trace(symbolic=True)(lambda a, b: F.conv_transpose2d(
+            a, b, stride=2, padding=1, output_padding=1))
+        infer(mge.tensor(rng.standard_normal(xs).astype("float32")),
+              mge.tensor(rng.standard_normal((8, 6, 3, 3)).astype("float32")))
+        built = as_subpixel_convs(infer.graph)
+        assert "take" not in {n.op.name for n in built.nodes}
+        return [n for n in built.nodes if n.op.name == "conv2d"]
+    found = convs((2, 8, 5, 5))
+    assert sorted(n.inputs[1].type.shape[2:] for n in found) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    found = convs((2, 8, 1, 1))
+    assert [n.inputs[1].type.shape[2:] for n in found] == [(1, 1)] * 4
+    assert [n.outputs[0].type.shape for n in found] == [(2, 6, 1, 1)] * 4

@@ -1,5 +1,6 @@
 """Samples for multi_head_attn (MegEngine 1.13's MultiHeadAttn). The reference loops over
-batch rows and heads in float64, slicing the packed weights by running offset."""
+batch rows and heads in float64, slicing the packed weights by running offset; a mask
+(L, S) applies to every row and head, (N * heads, L, S) to row b, head h at b * heads + h."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,9 @@ import numpy as np
 from .samples import Sample, f32
 
 
-def _mha_ref(q, k, v, w, *, num_heads, qproj_size, kproj_size, vproj_size, oproj_size,
-             qbias=False, kbias=False, vbias=False, obias=False, sm_scaler=1.0):
+def _mha_ref(q, k, v, w, mask=None, *, num_heads, qproj_size, kproj_size, vproj_size, oproj_size,
+             qbias=False, kbias=False, vbias=False, obias=False, sm_scaler=1.0,
+             attn_mask_type="NO_MASK", need_weights=False):
     flat, pos = w.reshape(-1).astype(np.float64), 0
 
     def take(*shape):
@@ -21,16 +23,20 @@ def _mha_ref(q, k, v, w, *, num_heads, qproj_size, kproj_size, vproj_size, oproj
     bs = [take(s) if flag else 0.0 for s, flag in ((qproj_size, qbias), (kproj_size, kbias),
                                                    (vproj_size, vbias), (oproj_size, obias))]
     out = np.zeros((q.shape[0], q.shape[1], oproj_size))
+    weights = np.zeros((q.shape[0] * num_heads, q.shape[1], k.shape[1]))
     dq, dv = qproj_size // num_heads, vproj_size // num_heads
     for b in range(q.shape[0]):
         qp, kp, vp = (x[b].astype(np.float64) @ ws[i] + bs[i] for i, x in enumerate((q, k, v)))
         heads = []
         for hd in range(num_heads):
             s = qp[:, hd * dq:(hd + 1) * dq] @ kp[:, hd * dq:(hd + 1) * dq].T * sm_scaler
+            if mask is not None:
+                s = s + (mask if mask.ndim == 2 else mask[b * num_heads + hd])
             e = np.exp(s - s.max(axis=1, keepdims=True))
-            heads.append((e / e.sum(axis=1, keepdims=True)) @ vp[:, hd * dv:(hd + 1) * dv])
+            weights[b * num_heads + hd] = e / e.sum(axis=1, keepdims=True)
+            heads.append(weights[b * num_heads + hd] @ vp[:, hd * dv:(hd + 1) * dv])
         out[b] = np.concatenate(heads, axis=1) @ ws[3] + bs[3]
-    return out
+    return (out, weights) if need_weights else out
 
 
 _SELF = {"num_heads": 2, "qproj_size": 4, "kproj_size": 4, "vproj_size": 4, "oproj_size": 4,
@@ -44,7 +50,22 @@ SAMPLES = [
     Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 5, 3)(r), f32(2, 5, 2)(r),
                                          f32(1, 24 + 18 + 6 + 15)(r)], _CROSS, _mha_ref,
            tag="cross-nobias"),
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 3, 4)(r), f32(2, 3, 4)(r),
+                                         f32(1, 4 * 16 + 16)(r), f32(3, 3)(r)],
+           {**_SELF, "attn_mask_type": "DEFAULT_MASK"}, _mha_ref, tag="mask-2d"),
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 5, 3)(r), f32(2, 5, 2)(r),
+                                         f32(1, 24 + 18 + 6 + 15)(r), f32(6, 3, 5)(r)],
+           {**_CROSS, "attn_mask_type": "USER_DEFINED_MASK"}, _mha_ref, tag="mask-3d"),
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 5, 3)(r), f32(2, 5, 2)(r),
+                                         f32(1, 24 + 18 + 6 + 15)(r), f32(3, 5)(r)],
+           {**_CROSS, "attn_mask_type": "USER_DEFINED_MASK", "need_weights": True}, _mha_ref,
+           tag="mask-weights"),
 ]
 
 BAD = [("multi_head_attn", [(2, 3, 4), (2, 3, 4), (2, 3, 4), (1, 7)], _SELF, "ShapeError",
-        "io_weight_bias")]
+        "io_weight_bias"),
+       ("multi_head_attn", [(2, 3, 4), (2, 3, 4), (2, 3, 4), (1, 80), (2, 3, 3)],
+        {**_SELF, "attn_mask_type": "USER_DEFINED_MASK"}, "ShapeError",
+        "attn_mask.shape should be [4, 3, 3]"),
+       ("multi_head_attn", [(2, 3, 4), (2, 3, 4), (2, 3, 4), (1, 80), (3, 3)], _SELF,
+        "ShapeError", "NO_MASK takes no mask input")]
