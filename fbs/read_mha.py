@@ -6,7 +6,8 @@ MegEngine's CPU kernel (its proxy of matmuls, Elemwise and Softmax) does with th
 - a mask input (tensor_combination_type ONLY_MASK) is added to the scaled scores when
   attn_mask_type is DEFAULT_MASK (is_causal's hint) or USER_DEFINED_MASK, and ignored
   under NO_MASK, as the kernel does;
-- `reslink` is ignored: the CPU kernel never adds the query back (the CUDA one may);
+- `reslink` is ignored: MegEngine documents it as adding the query to the output, but
+  its CPU kernel never does (real MegEngine's output for such a file is the plain one);
 - `need_weights` (F.nn.multi_head_attention returning the attention weights) makes the
   opr's second output, the softmax, the op's second result;
 - refused as MegEngine's CPU kernel refuses them: bias_k/bias_v (ONLY_BIASKV, ALL) and
@@ -22,21 +23,27 @@ from megtrace.ops.attention import MASK_TYPES, MULTI_HEAD_ATTN
 
 from .to_graph import rule
 
-# MegEngine 1.13's CPU kernel on each: its check_exec's message (attn_add counts the
-# extra key bias_kv or the zero attention would add, which its proxy never adds)
-_ATTN_ADD = ("attn_weight.shape should be [N*num_heads, L, S+1](attn_add=1), but got "
-             "[N*num_heads, L, S]")
-_CPU_REFUSES = f"MegEngine 1.13's CPU kernel refuses it too ('{_ATTN_ADD}')"
+
+def _cpu_refuses(f: dict, ins) -> str:
+    """MegEngine 1.13's CPU kernel on bias_kv and zero attention: its check_exec's message
+    (attn_add counts the keys they would add, which its proxy never adds)."""
+    add = int(f.get("tensor_combination_type") in ("ONLY_BIASKV", "ALL")) + \
+        int(bool(f.get("add_zero_attn")))
+    n, length = ins[0].type.shape[:2]
+    rows, source = n * f.get("num_heads", 1), ins[1].type.shape[1]
+    return (f"MegEngine 1.13's CPU kernel refuses it too ('attn_weight.shape should be "
+            f"[{rows}, {length}, {source + add}](attn_add={add}), but got "
+            f"[{rows}, {length}, {source}]')")
 
 
-def _refusal(f: dict, n_inputs: int) -> str | None:
+def _refusal(f: dict, ins) -> str | None:
     combination = f.get("tensor_combination_type", "NONE")
     mask_type = f.get("attn_mask_type", "NO_MASK")
     if combination in ("ONLY_BIASKV", "ALL"):
         return f"bias_k/bias_v (tensor_combination_type={combination}) are not " \
-               f"supported: {_CPU_REFUSES}"
+               f"supported: {_cpu_refuses(f, ins)}"
     if f.get("add_zero_attn"):
-        return f"add_zero_attn=True is not supported: {_CPU_REFUSES}"
+        return f"add_zero_attn=True is not supported: {_cpu_refuses(f, ins)}"
     if mask_type == "CUDNN_STYLE_MASK":
         return "attn_mask_type=CUDNN_STYLE_MASK (maybe_cudnn_style_mask) describes cuDNN's " \
                "sequence windows; megtrace does not read it"
@@ -51,16 +58,18 @@ def _refusal(f: dict, n_inputs: int) -> str | None:
     if any(not f.get(f"{p}proj_size") for p in "qkvo"):
         return "a projection size of 0 (no projection) is not supported"
     want = 5 if combination == "ONLY_MASK" else 4
-    if n_inputs != want:
+    if len(ins) != want:
         raise FormatError(f"MultiHeadAttn: tensor_combination_type={combination} takes "
-                          f"{want} inputs, got {n_inputs}")
+                          f"{want} inputs, got {len(ins)}")
     return None
 
 
 @rule("MultiHeadAttn")
 def _mha(g, opr, ins, _shapes):
     f = opr.params[0][1] if opr.params else {}
-    refused = _refusal(f, len(ins))
+    if len(ins) < 4:
+        raise FormatError(f"MultiHeadAttn: expected at least 4 inputs, got {len(ins)}")
+    refused = _refusal(f, ins)
     if refused:
         raise UnsupportedModelError(f"MultiHeadAttn: {refused}")
     params = MULTI_HEAD_ATTN.decode(f)

@@ -1,7 +1,8 @@
-"""M.MultiHeadAttention / F.nn.multi_head_attention. MegEngine 1.13 runs its MHA only on
-CUDA, so the reference is an independent NumPy reading of MegEngine's documented packed
-`io_weight_bias` layout (q, k, v, out weights as (in, proj) blocks for Y = X @ W + B, then
-the four biases), heads as consecutive feature chunks, scale (embed_dim/heads)**-0.5."""
+"""M.MultiHeadAttention / F.nn.multi_head_attention against an independent NumPy reading
+of MegEngine's documented packed `io_weight_bias` layout (q, k, v, out weights as
+(in, proj) blocks for Y = X @ W + B, then the four biases), heads as consecutive feature
+chunks, scale (embed_dim/heads)**-0.5 (real MegEngine's outputs: tests/modelfile/
+test_mha_dump.py, test_mha_masks.py)."""
 import numpy as np
 import pytest
 from conftest import rel_err

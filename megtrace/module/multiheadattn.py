@@ -1,9 +1,9 @@
 """`M.MultiHeadAttention`: MegEngine 1.13's module over F.nn.multi_head_attention, with
 its single packed `io_weight_bias` Parameter of shape (1, (2 * embed_dim + kdim + vdim) *
 embed_dim [+ 4 * embed_dim with bias]): query, key, value, output weights (each a
-row-major (input features, embed_dim) block: Y = X @ W + B), then the four biases. 1.13
-runs it on CUDA only; see megtrace/functional/attention.py for how the reference was
-derived."""
+row-major (input features, embed_dim) block: Y = X @ W + B), then the four biases. 1.13's
+CPU runs it through a proxy kernel (masks and attention weights included; add_bias_kv
+and add_zero_attn refused, as here); see megtrace/functional/attention.py."""
 from __future__ import annotations
 
 from typing import Optional

@@ -28,6 +28,7 @@ from megengine.random.rng import _get_global_rng_seed
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "megengine_mha_masks")
 N, L, S = 2, 3, 5
+TRAINING = ("training_mode",)  # left in training mode (its dropout rates are 0)
 FBS_V1 = ("weights",)        # also dumped as dump_format="FBS": <name>_fbs.mge
 
 
@@ -93,6 +94,7 @@ def configs():
                     _module_call(need_weights=True)),
         "weights_averaged": (6, 3, False, True, {},
                              _module_call(need_weights=True, average_attn_weights=True)),
+        "training_mode": (8, 2, True, True, {"attn_mask": causal(L, L)}, _module_call()),
         "reslink": (8, 2, True, True, {}, _builtin_call(reslink=True)),
         "mask_type_none": (8, 2, True, False, {"attn_mask": causal(L, S)},
                            _builtin_call(tensor_combination_type="only_mask")),
@@ -143,7 +145,8 @@ def main():
     io = {}
     for name, (embed, heads, bias, self_attn, extra, call) in configs().items():
         m = M.MultiHeadAttention(embed, heads, bias=bias)
-        m.eval()
+        if name not in TRAINING:
+            m.eval()
         w = np.random.uniform(-0.5, 0.5, m.io_weight_bias.shape).astype("float32")
         m.io_weight_bias._reset(mge.tensor(w))
         q = np.random.randn(N, L, embed).astype("float32")
