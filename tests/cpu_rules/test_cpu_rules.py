@@ -514,6 +514,37 @@ def test_generic_rule_threads_and_vectorises_leftover_kernels(rng):
     assert "T.parallel(64)" in sch.mod.script()
 
 
+@pytest.mark.parametrize("c,h,w,tiled", [(32, 32, 32, True), (16, 16, 64, True),
+                                         (32, 16, 16, False), (32, 32, 3, False)])
+def test_generic_rule_unpacks_a_large_map_channel_block_by_channel_block(c, h, w, tiled, rng):
+    """An unpack from NCHW16c fused with an elementwise op, on a map whose channel-block
+    plane passes L1, reads each block's 16 channels next to the vectorised row; small
+    planes and rows that are not whole vectors keep the channels outside; the result is
+    the unpacked product either way."""
+    from megtrace.relay_bridge._tvm import tvm
+    from megtrace.relay_bridge.cpu.generic import schedule_generic
+    from megtrace.relay_bridge.targets import resolve
+    t = tvm()
+    te = t.te
+    n, cb = 2, c // 16
+    x = te.placeholder((n, cb, h, w, 16), "float32", name="x")
+    y = te.placeholder((n, cb, h, w, 16), "float32", name="y")
+    out = te.compute((n, c, h, w), lambda a, ch, i, j: x[a, ch // 16, i, j, ch % 16]
+                     * y[a, ch // 16, i, j, ch % 16], name="out")
+    sch = schedule_generic(te.create_prim_func([x, y, out]))
+    func = sch.mod["main"]
+    assert ("T.vectorized(16)" in sch.mod.script()) == (w % 16 == 0)
+    lib = t.compile(t.IRModule({"main": func.with_attr("global_symbol", "main")}),
+                    target=resolve(None))
+    xa, ya = f32(rng, n, cb, h, w, 16), f32(rng, n, cb, h, w, 16)
+    got = t.runtime.tensor(np.zeros((n, c, h, w), "float32"))
+    lib["main"](t.runtime.tensor(xa), t.runtime.tensor(ya), got)
+    plain = lambda v: v.transpose(0, 1, 4, 2, 3).reshape(n, c, h, w)  # noqa: E731
+    np.testing.assert_array_equal(got.numpy(), plain(xa) * plain(ya))
+    # the channel index is a split loop (c // 16 * 16 + inner) only when tiled
+    assert ("* 16 +" in sch.mod.script()) == tiled
+
+
 def test_graph_without_anchors_is_correct(rng):
     x = f32(rng, 4, 32, 40)
     b = G()
