@@ -1,17 +1,18 @@
-"""Golden data: MegEngine 1.13's dumps of multi-head attention with masks, which it writes
-as its MultiHeadAttn opr with a fifth input (the merged additive mask), run on its CPU
-proxy kernel (run in the megref chroot:
+"""Golden data: MegEngine 1.13's dumps of multi-head attention with masks (written as its
+MultiHeadAttn opr with a fifth input, the merged additive mask), returning attention
+weights, and without projections, run on its CPU proxy kernel (run in the megref chroot:
 MEGREF_BIND=<repo> /work/shared/megref/mpy tests/data/make_megengine_mha_masks.py).
 
 Writes megengine_mha_masks/<name>.mge (and <name>_fbs.mge, the FBS v1 format, for
-FBS_V1) and megengine_mha_masks/io.npz: per model the
-packed weights `<name>.w`, the inputs `<name>.<input>` and MegEngine's output `<name>.y` (and `<name>.weights`, the
-attention weights, where the model returns them) (eager; the script checks that MegEngine's Lite runs its own dump to the same values).
-Two models call the MultiHeadAttn builtin directly for params its Python API does not
-set: `reslink` (the CPU kernel ignores it) and a mask input under attn_mask_type NO_MASK
-(the kernel ignores the mask). MegEngine's CPU kernel refuses bias_k/bias_v and
+FBS_V1) and megengine_mha_masks/io.npz: per model the packed weights `<name>.w`, the
+inputs `<name>.<input>`, MegEngine's eager output `<name>.y` and, where the model returns
+them, the attention weights `<name>.weights`; the script checks that MegEngine's Lite
+runs its own dumps to the same values. A module is left in training mode (dropout rates
+0). Two models call the MultiHeadAttn builtin directly for params its Python API does
+not set: `reslink` (the CPU kernel ignores it) and a mask input under attn_mask_type
+NO_MASK (the kernel ignores the mask). MegEngine's CPU kernel refuses bias_k/bias_v and
 add_zero_attn (its attention-weight layout check) and is_causal without attn_mask (an
-absent mask is added); the script records those refusals in refusals.json.
+absent mask is added); the script records what it says in refusals.json.
 tests/modelfile/test_mha_masks.py reads the files with megtrace and compares."""
 import json
 import os
