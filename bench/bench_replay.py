@@ -1,7 +1,7 @@
 """What the Python replay costs on top of the compiled graph (issue 11).
 
     TVM_NUM_THREADS=1 python bench/bench_replay.py [--models demo,resnet18,mobilenetv2]
-        [--ops 400] [--rounds 60]
+        [--ops 400] [--rounds 60] [--train 32x32]
 
 1. per-op replay overhead: a chain of `--ops` cheap elementwise ops on a 1-element
    tensor, traced; (default __call__ - without_host) / ops, so the compiled graph's own
@@ -15,6 +15,8 @@
 3. per model: the replay's Python alone (the graph's results handed in), back to back
    and right after a compiled run: a default call runs it with caches the graph's
    weights have just flushed.
+4. with --train 32x32: the same for bench_training.py's traced ResNet-18 step (forward,
+   GradManager backward, SGD), in CPU time.
 Also prints the first call (trace + build) of each model, wall and CPU seconds (CPU
 time, all threads: on a shared machine the wall time is mostly waiting), and the load
 average around the run. Figures, not asserts.
@@ -161,16 +163,61 @@ def model(name: str, rounds: int) -> None:
           f"{'beside' if overlap.wanted() else 'before'}")
 
 
+def training(batch: int, image: int, rounds: int) -> None:
+    """bench_training.py's traced ResNet-18 step (GradManager + SGD in one trace): CPU
+    time of the step, of its compiled graph alone right after it (the difference is the
+    replayed Python as a call pays it, caches cold), and of the step with the graph's
+    results handed back at once (the replayed Python back to back)."""
+    from bench_training import traced_step
+    run = traced_step("megtrace", batch, image)
+    run()
+    run()
+    entry = run.traced._last_entry
+    graph, compiled = entry.compiled
+    last: dict = {}
+
+    def keep(*arrays):
+        last["arrays"], last["values"] = arrays, compiled(*arrays)
+        return last["values"]
+    entry.compiled = (graph, keep)
+    run()
+    step, alone = [], []
+    for _ in range(rounds):
+        c0 = time.process_time()
+        run()
+        c1 = time.process_time()
+        compiled(*last["arrays"])
+        step.append(c1 - c0)
+        alone.append(time.process_time() - c1)
+    entry.compiled = (graph, lambda *arrays: last["values"])
+    warm = []
+    for _ in range(rounds):
+        c0 = time.process_time()
+        run()
+        warm.append(time.process_time() - c0)
+    entry.compiled = (graph, compiled)
+    s, g, w = (statistics.median(v) * 1e3 for v in (step, alone, warm))
+    n = len(entry.tape)
+    print(f"training b{batch} {image}x{image}: {n} ops; step {s:.1f} ms CPU, graph alone "
+          f"{g:.1f}: replayed Python {s - g:.1f} ms ({(s - g) / n * 1e3:.2f} us/op) cold, "
+          f"{w:.2f} ms ({w / n * 1e3:.2f} us/op) back to back")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="demo,resnet18,mobilenetv2")
     p.add_argument("--ops", type=int, default=400)
     p.add_argument("--rounds", type=int, default=60)
+    p.add_argument("--train", default="", help="BATCHxIMAGE (e.g. 32x32): also the "
+                   "replayed Python of bench_training.py's traced step")
     a = p.parse_args(argv)
     print("load average %.2f %.2f %.2f" % os.getloadavg())
     per_op(a.ops, a.rounds * 5)
     for name in filter(None, a.models.split(",")):
         model(name, a.rounds)
+    if a.train:
+        batch, image = (int(v) for v in a.train.split("x"))
+        training(batch, image, max(a.rounds // 4, 5))
     print("load average %.2f %.2f %.2f" % os.getloadavg())
     return 0
 

@@ -13,7 +13,9 @@ MegEngine's CPU kernel (its proxy of matmuls, Elemwise and Softmax) does with th
 - refused as MegEngine's CPU kernel refuses them: bias_k/bias_v (ONLY_BIASKV, ALL) and
   add_zero_attn (its attention-weight layout check), DEFAULT_MASK or USER_DEFINED_MASK
   with no mask input (it adds an absent mask); refused by megtrace: cuDNN-style masks,
-  dropout in training mode, a projection size of 0.
+  dropout in training mode;
+- a projection size of 0 (no projection) leaves that input whole for every head, as the
+  kernel does.
 """
 from __future__ import annotations
 
@@ -55,8 +57,6 @@ def _refusal(f: dict, ins) -> str | None:
         return f"input_order={f['input_order']!r} is not supported (megtrace reads 0)"
     if f.get("training") and (f.get("attn_prob") or f.get("out_prob")):
         return "dropout in training mode is not supported"
-    if any(not f.get(f"{p}proj_size") for p in "qkvo"):
-        return "a projection size of 0 (no projection) is not supported"
     want = 5 if combination == "ONLY_MASK" else 4
     if len(ins) != want:
         raise FormatError(f"MultiHeadAttn: tensor_combination_type={combination} takes "

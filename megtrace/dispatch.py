@@ -52,6 +52,10 @@ profile_hook = None
 # called as autocast(op, inputs, params) -> the inputs and params the op runs with
 autocast = None
 
+# autodiff/recipes.py's list while it records what a gradient rule applies: every op
+# applied is appended as (recorder, op, inputs as they are now, params, outputs)
+apply_log = None
+
 # megtrace.dtr's pool while eager DTR is enabled: runs eager ops itself
 # (dtr.run(op, kwargs, inputs, arrays, device) -> outputs) to record how to recompute them
 dtr = None
@@ -121,6 +125,9 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
         formats.propagate(op.name, inputs, outs)
     if tape_hook is not None:
         tape_hook(op, inputs, params, outs)
+    if apply_log is not None:
+        apply_log.append((rec, op, [(t, t._owner, t._var, t._value) for t in inputs],
+                          params, outs))
     if prof is not None:
         prof.op(op.name, start, inputs, rec is not None)
     return outs[0] if len(outs) == 1 else outs

@@ -131,7 +131,10 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        n = 1
+        for d in self.shape:    # not np.prod: a NumPy call on a tuple costs ~3 us
+            n *= int(d)
+        return n
 
     @property
     def device(self) -> _device.CompNode:
@@ -268,8 +271,7 @@ class Tensor:
         """Make this tensor hold `other`'s value (MegEngine's _reset: x[...] = v, x += y)."""
         if not isinstance(other, Tensor):
             other = Tensor(other, dtype=self.dtype, device=self.device)
-        from .dispatch import active_recorder
-        rec = active_recorder()
+        rec = _active_recorder()
         if rec is not None and other._owner is None and hasattr(rec, "rebind"):
             rec.rebind(self, other)
         elif rec is not None and other._owner is rec and self._owner is not rec and \
@@ -321,10 +323,33 @@ class Tensor:
 
 def _created_in_trace(t: Tensor) -> None:
     """Tensors made inside a traced function are constants of its graph (MegEngine: Const)."""
-    from .dispatch import active_recorder
-    rec = active_recorder()
+    rec = _active_recorder()
     if rec is not None:
         rec.created(t)
+
+
+_recorders = None     # dispatch._active (the per-thread recorder stack) once imported
+
+
+def _active_recorder():
+    """dispatch.active_recorder() without an import statement per call (dispatch imports
+    this module, so it is bound on first use)."""
+    global _recorders
+    if _recorders is None:
+        from .dispatch import _active
+        _recorders = _active
+    stack = _recorders.stack
+    return stack[-1] if stack else None
+
+
+def constant(array: np.ndarray, device=None) -> Tensor:
+    """`Tensor(array, device=device)` for an array already of a plain megtrace dtype
+    (float32, int32, ...; not quantized) and C-contiguous, without Tensor()'s
+    conversions: the scalar constants of functionals and gradient rules, many per
+    replayed op."""
+    t = Tensor._wrap(array, device=device)
+    _created_in_trace(t)
+    return t
 
 
 def _check_format(format: str) -> str:

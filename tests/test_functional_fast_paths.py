@@ -77,3 +77,41 @@ def test_conv2d_modes_are_still_checked():
         F.conv2d(x, w, conv_mode="convolution")
     with pytest.raises(ValueError, match="compute_mode"):
         F.conv2d(x, w, compute_mode="float16")
+
+
+@pytest.mark.parametrize("scalar", [0.1, 3, 2 ** 40, -7.25])
+def test_float32_tensor_and_python_scalar(rng, scalar):
+    """(float32 tensor, Python float/int) skips the promotion rules: the scalar becomes a
+    float32 constant exactly as Tensor(scalar, dtype=float32) makes it."""
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    s = np.asarray(scalar).astype(np.float32)
+    t = mge.tensor(x)
+    for got, want in ((t + scalar, x + s), (t * scalar, x * s), (scalar - t, s - x),
+                      (t / scalar, x / s), (scalar / t, s / x)):
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_other_scalar_pairs_still_promote():
+    i = mge.tensor(np.array([1, 2], np.int32))
+    assert (i * 0.5).dtype == np.float32 and (i * 2).dtype == np.int32
+    f = mge.tensor(np.array([1.0, 2.0], np.float32))
+    assert (f + True).dtype == np.float32
+    np.testing.assert_array_equal((f + np.float64(0.25)).numpy(), [1.25, 2.25])
+    with pytest.raises(TypeError, match="None"):
+        f + None
+
+
+@pytest.mark.parametrize("stride", [2, (2, 2), [2, 2], 2.0, np.int64(2), True])
+def test_conv2d_geometry_forms(rng, stride):
+    """conv2d's geometry, however given, normalizes as `pair` does (a lookup remembers
+    plain int forms only)."""
+    x = mge.tensor(rng.standard_normal((1, 2, 6, 6)).astype(np.float32))
+    w = mge.tensor(rng.standard_normal((3, 2, 3, 3)).astype(np.float32))
+    want = F.conv2d(x, w, stride=(2, 2), padding=(1, 1)).numpy() if stride is not True \
+        else F.conv2d(x, w, stride=(1, 1), padding=(1, 1)).numpy()
+    np.testing.assert_array_equal(F.conv2d(x, w, stride=stride, padding=1).numpy(), want)
+    with pytest.raises(ValueError, match="stride"):
+        F.conv2d(x, w, stride=(1, 2, 3))
+    from megtrace.functional import nn
+    assert all(type(v) in (int, tuple) for key in nn._GEOMETRY for v in key)

@@ -9,7 +9,9 @@ import numpy as np
 
 from .. import functional as F
 from ..dispatch import apply
-from ..tensor import Tensor
+from ..tensor import Tensor, constant
+
+_F32 = np.dtype(np.float32)
 
 
 class VjpContext:
@@ -32,7 +34,11 @@ class VjpContext:
     @staticmethod
     def const(value, like: Tensor) -> Tensor:
         """A scalar constant of `like`'s dtype (broadcasts in elementwise ops)."""
-        return Tensor(np.asarray(value, dtype=like.dtype), device=like.device)
+        dtype = like.dtype
+        array = np.asarray(value, dtype=dtype)
+        if dtype is _F32:       # Tensor() of a float32 array changes nothing: skip its checks
+            return constant(array, like.device)
+        return Tensor(array, device=like.device)
 
     @staticmethod
     def zeros_like(x: Tensor) -> Tensor:

@@ -13,9 +13,14 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .. import dispatch
 from ..ops import NOT_DIFFERENTIABLE, OpDef
+from ..device import as_device as _as_device
+from ..tensor import Tensor as _Tensor
 from .context import VjpContext
+from .recipes import run_backward
 
 _recording: list["Tape"] = []      # tapes that record, oldest first
 
@@ -27,11 +32,40 @@ class _Var:
 
 
 class _Node:
+    """A node with its own backward function (Function, a traced call's tape node)."""
     __slots__ = ("name", "backward", "in_vars", "in_shapes", "out_vars")
+    op = None
 
     def __init__(self, name, backward, in_vars, in_shapes, out_vars):
         self.name, self.backward = name, backward
         self.in_vars, self.in_shapes, self.out_vars = in_vars, in_shapes, out_vars
+
+    def in_shape(self, i: int) -> tuple:
+        return self.in_shapes[i]
+
+
+class _OpNode:
+    """An op's node (record_op): its backward is the op's rule (`OpDef.vjp`) on the
+    tensors as they were recorded (`saved`: inputs, outputs), which recipes.py may
+    replay. No closure per op; input shapes are read only when a gradient reaches them
+    (most are never asked for)."""
+    __slots__ = ("name", "in_vars", "out_vars", "saved", "op", "params")
+
+    def __init__(self, op, params, in_vars, out_vars):
+        self.name, self.op, self.params = op.name, op, params
+        self.in_vars, self.out_vars = in_vars, out_vars
+
+    def backward(self, grads, wanted) -> tuple:
+        op = self.op
+        if op.vjp is None:
+            raise NotImplementedError(f"{op.name}: megtrace has no gradient rule (vjp) for "
+                                      "this operator yet")
+        inputs, outputs = self.saved
+        return tuple(op.vjp(VjpContext(wanted), inputs, outputs, grads,
+                            **dict(op.bind(self.params))))
+
+    def in_shape(self, i: int) -> tuple:
+        return _shape(self.saved[0][i])
 
 
 def is_differentiable_dtype(dtype) -> bool:
@@ -60,22 +94,23 @@ class Tape:
     def enter(self) -> "Tape":
         self.recording = True
         _recording.append(self)
-        dispatch.tape_hook = record_op
+        _set_hook()
         return self
 
     def exit(self) -> None:
         if self in _recording:
             _recording.remove(self)
-        if not _recording:
-            dispatch.tape_hook = None
+        _set_hook()
         self.recording = False
         self.nodes, self.callbacks = [], {}
 
     def suppress(self) -> None:
         self.suppressed += 1
+        _set_hook()
 
     def resume(self) -> None:
         self.suppressed -= 1
+        _set_hook()
 
     # -- tracking -----------------------------------------------------------------------
     def var_of(self, t) -> _Var | None:
@@ -129,23 +164,36 @@ class Tape:
             t.suppress()
         try:
             for node in reversed(self.nodes):
-                outs = tuple(grads.pop(v, None) for v in node.out_vars)
-                for var, g in zip(node.out_vars, outs):
-                    if g is not None and var in self.callbacks:
-                        self.callbacks.pop(var)(g)
-                if all(g is None for g in outs):
-                    continue
-                wanted = tuple(v is not None for v in node.in_vars)
-                in_grads = node.backward(outs, wanted)
-                if len(in_grads) != len(node.in_vars):
+                callbacks = self.callbacks      # (a callback may end the recording)
+                out_vars = node.out_vars
+                if len(out_vars) == 1:      # most ops: no tuple built for nothing
+                    g = grads.pop(out_vars[0], None)
+                    if g is None:
+                        continue
+                    if callbacks and out_vars[0] in callbacks:
+                        callbacks.pop(out_vars[0])(g)
+                    outs = (g,)
+                else:
+                    outs = tuple([grads.pop(v, None) for v in out_vars])
+                    for var, g in zip(out_vars, outs):
+                        if g is not None and var in callbacks:
+                            callbacks.pop(var)(g)
+                    if all(g is None for g in outs):
+                        continue
+                in_vars = node.in_vars
+                wanted = tuple([v is not None for v in in_vars])
+                in_grads = run_backward(node, outs, wanted) if node.op is not None \
+                    else node.backward(outs, wanted)
+                if len(in_grads) != len(in_vars):
                     raise RuntimeError(f"{node.name}: the gradient rule returned "
                                        f"{len(in_grads)} gradient(s) for "
-                                       f"{len(node.in_vars)} input(s)")
-                for var, g, shape in zip(node.in_vars, in_grads, node.in_shapes):
+                                       f"{len(in_vars)} input(s)")
+                for i, (var, g) in enumerate(zip(in_vars, in_grads)):
                     if var is None or g is None:
                         continue
-                    _check_shape(node.name, g, shape)
-                    _accumulate(grads, var, g)
+                    _check_shape(node.name, g, node.in_shape(i))
+                    prev = grads.get(var)
+                    grads[var] = g if prev is None else prev + g
             for var, g in grads.items():
                 callback = self.callbacks.pop(var, None)
                 if callback is not None:
@@ -157,36 +205,59 @@ class Tape:
 
 
 def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
-    """dispatch.apply's hook while a tape records: a node for each tape that tracks an
-    input of `op`."""
+    """dispatch.apply's hook while a tape records (and is not suppressed): a node for
+    each such tape that tracks an input of `op`. What `add_node` does, inlined: every
+    op of a recorded forward pass (and of a traced step's replay) comes here."""
     if op.vjp is NOT_DIFFERENTIABLE:
         return
-    saved: list = []
-    backward, recorded = _op_backward(op, params, saved), False
+    nodes = None
     for tape in _recording:
-        if not tape.suppressed and any(tape.var_of(t) is not None for t in inputs):
-            tape.add_node(op.name, backward, inputs, outputs)
-            recorded = True
-    if recorded:
+        if tape.suppressed:
+            continue
+        in_vars = [None if (ad := t._ad) is None else ad.get(tape) for t in inputs]
+        if in_vars.count(None) == len(in_vars):
+            continue
+        out_vars = []
+        for t in outputs:
+            var = _Var()
+            if t.dtype.kind in ("f", "c"):      # _carries_gradient: tracked (_track)
+                ad = t._ad
+                if ad is None:
+                    t._ad = ad = {}
+                ad[tape] = var
+            out_vars.append(var)
+        node = _OpNode(op, params, in_vars, out_vars)
+        tape.nodes.append(node)
+        if nodes is None:
+            nodes = [node]
+        else:
+            nodes.append(node)
+    if nodes is not None:
         # the tensors as they are now (tracked): an in-place update (x += 1) later
         # rebinds the objects themselves
-        saved[:] = [tuple(map(_snapshot, inputs)), tuple(map(_snapshot, outputs))]
+        saved = (tuple(map(_snapshot, inputs)), tuple(map(_snapshot, outputs)))
+        for node in nodes:
+            node.saved = saved
 
 
-def _op_backward(op: OpDef, params: dict, saved: list):
-    def backward(grads, wanted):
-        if op.vjp is None:
-            raise NotImplementedError(f"{op.name}: megtrace has no gradient rule (vjp) for "
-                                      "this operator yet")
-        inputs, outputs = saved
-        return tuple(op.vjp(VjpContext(wanted), inputs, outputs, grads,
-                            **dict(op.bind(params))))
-    return backward
+def _set_hook() -> None:
+    """dispatch.apply calls record_op only while some tape records unsuppressed (not
+    for every op of a backward pass)."""
+    dispatch.tape_hook = record_op if any(not t.suppressed for t in _recording) else None
+
+
+_new = object.__new__
 
 
 def _snapshot(t):
-    copy = type(t)._wrap(t._value, t._var, t._owner, t._device)
-    copy._ad = t._ad
+    """A copy of `t` as it is now (Tensor._wrap's fields, set here: no call)."""
+    copy = _new(_Tensor)
+    value = t._value
+    if value is not None and type(value) is not np.ndarray:
+        value = np.asarray(value)
+    copy._value, copy._var, copy._owner, copy._version = value, t._var, t._owner, 0
+    copy._name, copy._qparams, copy._format, copy._ad = "", None, "default", t._ad
+    copy._device = t._device if t._device is not None else _as_device(None)
     if dispatch.dtr is not None:
         dispatch.dtr.share(t, copy)      # evicted and recomputed with t (eager DTR)
     return copy
@@ -202,7 +273,7 @@ def _shape(t) -> tuple:
 
 def _check_shape(name: str, g, shape: tuple) -> None:
     got = tuple(g.shape)
-    if all(isinstance(d, int) for d in got + shape) and got != shape:
+    if got != shape and all(isinstance(d, int) for d in got + shape):
         raise RuntimeError(f"{name}: the gradient rule returned shape {got} for an input "
                            f"of shape {shape}")
 

@@ -8,7 +8,7 @@ from ..dispatch import apply
 from ..ops import quantized_eager
 from ..ops.quantized import spec as quantized_spec
 from ..errors import DTypeError
-from ..tensor import Tensor
+from ..tensor import Tensor, constant
 
 _F32 = np.dtype(np.float32)
 
@@ -16,6 +16,10 @@ _F32 = np.dtype(np.float32)
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
+    kind = type(value)
+    if (kind is float or kind is int) and like is not None and like.dtype is _F32:
+        # what Tensor(value, dtype=float32) below makes (as_array: asarray, then astype)
+        return constant(np.asarray(value).astype(_F32))
     if isinstance(value, (bool, int, float, np.generic)) and like is not None:
         if isinstance(value, float) and not _dt.is_float(_dt.name_of(like.dtype)):
             return Tensor(value, dtype="float32")
@@ -34,8 +38,14 @@ def cast(x: Tensor, dtype: str) -> Tensor:
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     """Promote a pair the way MegEngine does: scalars take the tensor's dtype; mixed
     tensors promote (float wins), inserting a TypeCvt."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is b.dtype is _F32:
-        return a, b         # two float32 tensors: what the rules below return, checked first
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            if a.dtype is b.dtype is _F32:
+                return a, b     # two float32 tensors: what the rules below return
+        elif (type(b) is float or type(b) is int) and a.dtype is _F32:
+            return a, constant(np.asarray(b).astype(_F32))    # as as_tensor(b, a) makes it
+    elif (type(a) is float or type(a) is int) and isinstance(b, Tensor) and b.dtype is _F32:
+        return constant(np.asarray(a).astype(_F32)), b
     if a is None or b is None:
         raise TypeError("the operand is None and is not supported.")
     quantized = _quantized_pair(a, b)

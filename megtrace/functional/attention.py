@@ -7,13 +7,15 @@ MegEngine). Without dropout, it is one `multi_head_attn` op (ops/attention.py), 
 and returned attention weights included, dumped as MegEngine's MultiHeadAttn opr and read
 back from it (fbs/read_mha.py); the other forms are composed of the ops below.
 `is_causal` without any mask is computed with a causal mask (MegEngine 1.13's CPU
-kernel fails there: it adds an absent mask) and dumped with that mask as a constant. The packed
-parameter holds, in this order, the query, key, value and output projection weights,
-then the query, key, value and output biases (each present only when its projection
-size is nonzero, and a bias only when its flag is set). A projection is Y = X @ W + B
-(not X @ W^T), so each weight is a row-major (input features, projection size) block.
-Heads split the projected features into `num_heads` consecutive chunks; the scores are
-scaled by (embed_dim // num_heads) ** -0.5.
+kernel fails there: it adds an absent mask) and dumped with that mask as a constant.
+The packed parameter holds, in this order, the query, key, value and output projection
+weights, then the query, key, value and output biases (each present only when its
+projection size is nonzero, and a bias only when its flag is set). A projection is
+Y = X @ W + B (not X @ W^T), so each weight is a row-major (input features, projection
+size) block. Heads split the projected features into `num_heads` consecutive chunks (a
+projection size of 0 leaves the input whole, for every head; an output size of 0 returns
+the merged heads); the scores are scaled by (embed_dim // num_heads) ** -0.5, or
+embed_dim ** -0.5 without a query projection.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ..dispatch import apply
-from ..ops.attention import packed_size, unpack
+from ..ops.attention import head_dims, packed_size, unpack
 from ..tensor import Tensor
 from .elemwise import add, mul
 from .nn import dropout, matmul, softmax
@@ -71,16 +73,21 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
         raise NotImplementedError("multi_head_attention: maybe_cudnn_style_mask describes "
                                   "cuDNN's sequence-window masks; megtrace has no cuDNN "
                                   "kernel for them")
-    if any(s == 0 for s in sizes.values()):
-        raise NotImplementedError("multi_head_attention: a projection size of 0 (no "
-                                  "projection) is not supported; give every projection")
     for name, s in sizes.items():
         if name != "o" and s % num_heads:
             raise ValueError(f"multi_head_attention: {name}proj_size={s} must be divisible "
                              f"by num_heads={num_heads}")
-    if sizes["q"] != sizes["k"]:
-        raise ValueError(f"multi_head_attention: qproj_size ({sizes['q']}) and kproj_size "
-                         f"({sizes['k']}) must be equal (queries meet keys per head)")
+    dims = (query.shape[-1], key.shape[-1], value.shape[-1])
+    params = {"num_heads": num_heads, **{f"{c}proj_size": sizes[c] for c in "qkvo"},
+              "qbias": bool(qbias), "kbias": bool(kbias), "vbias": bool(vbias),
+              "obias": bool(obias),
+              "sm_scaler": (embed_dim if sizes["q"] == 0 else embed_dim // num_heads) ** -0.5}
+    per_head = head_dims(dims, params)
+    if per_head[0] != per_head[1]:
+        raise ValueError(f"multi_head_attention: queries meet keys per head, but a query "
+                         f"head has {per_head[0]} features and a key head {per_head[1]} "
+                         f"(qproj_size={sizes['q']}, kproj_size={sizes['k']}, inputs "
+                         f"{dims[0]} and {dims[1]}; a size of 0 leaves the input whole)")
     batched = _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not batched:
         query, key, value = (expand_dims(t, 0) for t in (query, key, value))
@@ -90,10 +97,6 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
     attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
     mask = _merged_mask(attn_mask, key_padding_mask, query, key, is_causal, num_heads)
 
-    dims = (query.shape[2], key.shape[2], value.shape[2], sizes["v"])
-    params = {"num_heads": num_heads, **{f"{c}proj_size": sizes[c] for c in "qkvo"},
-              "qbias": bool(qbias), "kbias": bool(kbias), "vbias": bool(vbias),
-              "obias": bool(obias), "sm_scaler": (embed_dim // num_heads) ** -0.5}
     operands = (query, key, value, io_weight_bias) + (() if mask is None else (mask,))
     plain = (not (training and (attn_drop > 0 or out_drop > 0)) and
              tuple(io_weight_bias.shape) == (1, packed_size(dims, params)) and
@@ -106,12 +109,16 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, embed_dim: i
             return apply("multi_head_attn", *operands, **params), None
         out, weights = apply("multi_head_attn", *operands, **params, need_weights=True)
         return out, _averaged(weights, num_heads) if average_attn_weights else weights
+    if any(s == 0 for s in sizes.values()):
+        raise NotImplementedError("multi_head_attention: a projection size of 0 (no "
+                                  "projection) is only supported in float32 without "
+                                  "dropout (MegEngine's MultiHeadAttn op)")
     q_w, k_w, v_w, o_w, q_b, k_b, v_b, o_b = _unpack(io_weight_bias, dims, params)
     n, length, source = query.shape[0], query.shape[1], key.shape[1]
     q = _heads(_project(query, q_w, q_b), num_heads)          # (N*h, L, dq)
     k = _heads(_project(key, k_w, k_b), num_heads)            # (N*h, S, dq)
     v = _heads(_project(value, v_w, v_b), num_heads)          # (N*h, S, dv)
-    scores = mul(matmul(q, k, transpose_b=True), (embed_dim // num_heads) ** -0.5)
+    scores = mul(matmul(q, k, transpose_b=True), params["sm_scaler"])
     if mask is not None:
         scores = add(scores, mask)
     weights = softmax(scores, axis=-1)

@@ -24,6 +24,8 @@ __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "sync_batch_norm"
 
 IntPair = Union[int, Tuple[int, int]]
 _F32 = np.dtype(np.float32)
+# the config module's dict: its `_compute_mode` property read without a call
+_CONFIG = vars(_config)
 
 
 def _check_mode(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -43,7 +45,7 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
     `(groups, out_channels // groups, in_channels // groups, kh, kw)`, as in MegEngine."""
     modes = {}
     if conv_mode is not _CROSS or compute_mode is not _DEFAULT or \
-            _config._compute_mode != "default":
+            _CONFIG["__compute_mode"] != "default":
         if check_modes("conv2d", conv_mode, compute_mode) == "float32":
             modes = _ACCUMULATE_F32     # float16 data summed in float32, as amp does
     if not (isinstance(inp, Tensor) and isinstance(weight, Tensor)
@@ -55,9 +57,29 @@ def conv2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: I
                          f"oc/groups, ic/groups, kh, kw); got shape {weight.shape}")
     if five_d and weight.shape[0] != groups:
         raise ValueError(f"conv2d: weight has {weight.shape[0]} groups, groups={groups}")
-    out = apply("conv2d", inp, weight, stride=pair("stride", stride),
-                padding=pair("padding", padding), dilation=pair("dilation", dilation), **modes)
+    try:
+        stride, padding, dilation = _GEOMETRY[stride, padding, dilation]
+    except (KeyError, TypeError):
+        stride, padding, dilation = _geometry(stride, padding, dilation)
+    out = apply("conv2d", inp, weight, stride=stride, padding=padding, dilation=dilation,
+                **modes)
     return out if bias is None else add(out, _amp.low_prec_bias(bias))
+
+
+# (stride, padding, dilation) as given -> as `pair` normalizes them: one lookup per
+# replayed convolution instead of three calls. Equal keys normalize alike (int(1.0) ==
+# int(True) == 1); only plain ints and pairs of them are kept.
+_GEOMETRY: dict = {}
+
+
+def _geometry(stride, padding, dilation) -> tuple:
+    got = (pair("stride", stride), pair("padding", padding), pair("dilation", dilation))
+    key = (stride, padding, dilation)
+    if len(_GEOMETRY) < 1024 and all(
+            type(v) is int or (type(v) is tuple and all(type(d) is int for d in v))
+            for v in key):
+        _GEOMETRY[key] = got
+    return got
 
 
 def max_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,

@@ -78,6 +78,8 @@ class TraceEntry:
     value_reads: list[tuple[int, str]] = field(default_factory=list)
     dims: dict = field(default_factory=dict)       # Var -> its SymShape, shared by replays
     _captured: list | None = None                  # per tape item, see replay_checks()
+    # gradient rules' ops as replays applied them (autodiff/recipes.py), by node
+    vjp_recipes: dict = field(default_factory=dict)
     _reads_seen: int = 0                           # len(value_required) at the last refresh
 
     def replay_checks(self) -> list[tuple]:

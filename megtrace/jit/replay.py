@@ -39,6 +39,9 @@ class Replayer:
         self._device = as_device(None)
         self._run_compiled = run_compiled     # (entry, feeds) -> {var: value}
         self._args = args
+        # the values the compiled graph returns (a set: finish asks for every assigned
+        # parameter, momentum buffer and running statistic)
+        self._kept = set(entry.exec_outputs)
         self._fed: dict[Var, np.ndarray] = {}  # external inputs: values given this call
         self._rng_vars = [v for v in entry.externals if entry.sources[v].kind == "rng"]
         self._rng_drawn = 0
@@ -52,6 +55,17 @@ class Replayer:
         # Weak references to the traced tensors handed out (a plain list: a WeakSet's
         # add costs more than the rest of a replayed op); exclude_from_trace reads them.
         self._live: list[weakref.ref] = []
+        # calls that do more than check an op (an assignment, a value read, a random
+        # draw...): a gradient rule that made one is not kept as a recipe
+        self.effects = 0
+        self.vjp_recipes = entry.vjp_recipes      # autodiff/recipes.py
+
+    def created_mark(self) -> int:
+        return len(self._keep)
+
+    def created_since(self, mark: int) -> list[Tensor]:
+        """Tensors made inside the function since `created_mark()` gave `mark`."""
+        return self._keep[mark:]
 
     def _traced(self, var: Var) -> Tensor:
         t = _wrap(None, var, self, self._device)
@@ -64,11 +78,12 @@ class Replayer:
 
     def materialize_live(self) -> None:
         """Entering exclude_from_trace (see TraceRecorder.materialize_live)."""
+        self.effects += 1
         alive = {id(t): t for t in (r() for r in self._live) if t is not None}
         for t in alive.values():
             if t._owner is not self:
                 continue          # materialized already (a tensor that stood in twice)
-            if self._internal(t) and t._var not in self.entry.exec_outputs \
+            if self._internal(t) and t._var not in self._kept \
                     and t._var not in self.entry.full_graph.consts:
                 raise TraceError.because(
                     "data unreadable", "a tensor alive at the start of exclude_from_trace "
@@ -92,11 +107,13 @@ class Replayer:
 
     def shape_tensor(self, data) -> Var | None:
         """`tensor(x.shape)`: the value traced for the same expression."""
+        self.effects += 1
         if not self.entry.symbolic_shape:
             return None
         return self.entry.shape_tensors.get(tuple(key(d) for d in data))
 
     def shape_values(self, t: Tensor):
+        self.effects += 1
         value = self.entry.shape_values.get(t._var)
         return None if value is None else elems_of(t._var, value)
 
@@ -107,21 +124,25 @@ class Replayer:
     def random_key(self, seed: int, kind: str, device) -> Tensor:
         """The next key of the traced op this draw stands for (the random ops run in
         traced order; the tape check then feeds it to the graph through _check_input)."""
+        self.effects += 1
         var = self._rng_vars[self._rng_drawn]
         self._rng_drawn += 1
         return Tensor._wrap(self.entry.sources[var].stream.next_key(), device=device)
 
     def created_input(self, t: Tensor) -> None:
         """A fed tensor (TraceRecorder.created_input): _check_input feeds its value."""
+        self.effects += 1
 
     def assign(self, t: Tensor) -> None:
         """Outside tensor `t` takes a value of this replay: `finish` gives it the value
         (TraceRecorder.assign)."""
+        self.effects += 1
         if id(t) not in self._created:
             self._assigned[id(t)] = t
 
     def escape(self, t: Tensor) -> None:
         """A gradient left in `.grad`, held weakly (TraceRecorder.escape)."""
+        self.effects += 1
         self._escaped.append(_ref(t))
 
     def record(self, op: OpDef, inputs: tuple[Tensor, ...], params: dict) -> tuple[Tensor, ...]:
@@ -253,13 +274,14 @@ class Replayer:
             self.pending = None
 
     def read_value(self, t: Tensor) -> np.ndarray:
+        self.effects += 1
         var = t._var
         const = self.entry.const_value(var)
         if const is not None:
             return const
         if var in self._args:
             return self._args[var]
-        if var not in self.entry.exec_outputs:
+        if var not in self._kept:
             raise TraceError.because(
                 "value unreadable", f"value unreadable: {var.name_hint or 'this value'} was "
                 "not read from Python while tracing, so the compiled graph does not keep it")
@@ -313,7 +335,7 @@ class Replayer:
         for t in leaves:
             if t._owner is not self:
                 values.append(t.numpy())
-            elif self._internal(t) and t._var not in self.entry.exec_outputs \
+            elif self._internal(t) and t._var not in self._kept \
                     and t._var not in self.entry.full_graph.consts:
                 raise TraceError.because(
                     "data unreadable", "a returned tensor was neither returned nor read "

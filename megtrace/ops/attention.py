@@ -7,7 +7,9 @@ Inputs are MegEngine's: query (N, L, Eq), key (N, S, Ek), value (N, S, Ev), the 
 biases the flags ask for, and, when `attn_mask_type` is not NO_MASK, the merged additive
 mask: (L, S) or (N * num_heads, L, S) (MegEngine's layout check; other ranks broadcast
 to the scores as its Elemwise ADD does). Heads split the projections into `num_heads`
-consecutive chunks; the scores are scaled by `sm_scaler`, then the mask is added
+consecutive chunks (a projection size of 0: no weight, every head sees the whole input;
+an output size of 0: the merged heads are the result); the scores are scaled by
+`sm_scaler`, then the mask is added
 (DEFAULT_MASK, is_causal's hint, and USER_DEFINED_MASK compute alike), then softmax.
 With `need_weights` the op has a second result, the softmax (N * num_heads, L, S): the
 opr's second output (MegEngine's kernel always fills it; the flag says it is used).
@@ -28,11 +30,26 @@ _PARAMS = {"num_heads": 1, "qproj_size": 1, "kproj_size": 1, "vproj_size": 1, "o
 MASK_TYPES = ("DEFAULT_MASK", "USER_DEFINED_MASK")
 
 
+def _sizes(p) -> list:
+    return [p[f"{c}proj_size"] for c in "qkvo"]
+
+
+def head_dims(dims, p) -> list:
+    """Per-head feature counts of the query, key and value for input dims (Eq, Ek, Ev):
+    a projection's share of the heads, or, with no projection (size 0), the whole input,
+    which every head sees."""
+    h = p["num_heads"]
+    return [s // h if s else d for d, s in zip(dims, _sizes(p)[:3])]
+
+
 def _layout(dims, p) -> list:
-    """(offset, shape) of the eight parts of the packed buffer (None where absent)."""
-    sizes = [p[f"{c}proj_size"] for c in "qkvo"]
-    shapes = [(d, s) for d, s in zip(dims, sizes)]
-    shapes += [(s,) if p[f"{c}bias"] else None for c, s in zip("qkvo", sizes)]
+    """(offset, shape) of the eight parts of the packed buffer (None where absent: a
+    projection of size 0 has no weight and no bias). The output weight's rows are the
+    merged heads' features: vproj_size, or num_heads * Ev without a value projection."""
+    sizes = _sizes(p)
+    rows = list(dims[:3]) + [p["num_heads"] * head_dims(dims, p)[2]]
+    shapes = [(d, s) if s else None for d, s in zip(rows, sizes)]
+    shapes += [(s,) if s and p[f"{c}bias"] else None for c, s in zip("qkvo", sizes)]
     out, at = [], 0
     for shape in shapes:
         if shape is None:
@@ -44,14 +61,14 @@ def _layout(dims, p) -> list:
 
 
 def packed_size(dims, p) -> int:
-    """io_weight_bias' element count for input dims (Eq, Ek, Ev, vproj_size) and params
-    `p` (F.nn.multi_head_attention's test for the one-op form)."""
+    """io_weight_bias' element count for input dims (Eq, Ek, Ev) and params `p`
+    (F.nn.multi_head_attention's test for the one-op form)."""
     return _layout(dims, p)[-1]
 
 
 def unpack(w, dims, p) -> list:
     """The eight parts of io_weight_bias `w` (a Tensor or a NumPy array; None where
-    absent) for input dims (Eq, Ek, Ev, vproj_size), in MegEngine's order."""
+    absent) for input dims (Eq, Ek, Ev), in MegEngine's order."""
     flat = w.reshape(-1)
     return [None if e is None else flat[e[0]:e[0] + int(np.prod(e[1]))].reshape(e[1])
             for e in _layout(dims, p)[:-1]]
@@ -66,15 +83,23 @@ def _infer(q, k, v, w, mask=None, **p):
         raise ShapeError(f"multi_head_attn: expected query (N, L, E), key and value "
                          f"(N, S, E); got {q}, {k}, {v}")
     h = p["num_heads"]
-    if p["qproj_size"] != p["kproj_size"] or p["qproj_size"] % h or p["vproj_size"] % h:
+    dims = (q.shape[2], k.shape[2], v.shape[2])
+    per_head = head_dims(dims, p)
+    if any(s % h for s in _sizes(p)[:3]) or per_head[0] != per_head[1]:
         raise ShapeError(f"multi_head_attn: projection sizes {p['qproj_size']}, "
-                         f"{p['kproj_size']}, {p['vproj_size']} do not split into {h} heads")
-    total = packed_size((q.shape[2], k.shape[2], v.shape[2], p["vproj_size"]), p)
+                         f"{p['kproj_size']}, {p['vproj_size']} do not split into {h} heads "
+                         f"with as many query as key features per head (inputs {dims})")
+    for c in "qkvo":
+        if p[f"{c}bias"] and not p[f"{c}proj_size"]:
+            raise ShapeError(f"multi_head_attn: {c}bias needs a {c} projection "
+                             f"({c}proj_size > 0)")
+    total = packed_size(dims, p)
     if w.shape != (1, total):
         raise ShapeError(f"multi_head_attn: io_weight_bias must be (1, {total}); got {w}")
     scores = (q.shape[0] * h, q.shape[1], k.shape[1])
     _check_mask(mask, scores, p["attn_mask_type"])
-    out = TensorType((q.shape[0], q.shape[1], p["oproj_size"]), "float32")
+    width = p["oproj_size"] or h * per_head[2]
+    out = TensorType((q.shape[0], q.shape[1], width), "float32")
     return (out, TensorType(scores, "float32")) if p["need_weights"] else out
 
 
@@ -92,8 +117,10 @@ def _check_mask(mask, scores: tuple, mask_type: str) -> None:
         return
     shape = tuple(mask.shape)
     want = {2: scores[1:], 3: scores}.get(len(shape))
-    fits = shape == want if want is not None else \
-        len(shape) < 2 and np.broadcast_shapes(shape, scores) == scores
+    if want is not None:
+        fits = shape == want
+    else:
+        fits = len(shape) < 2 and all(d in (1, s) for d, s in zip(shape[::-1], scores[::-1]))
     if not fits:
         raise ShapeError(f"multi_head_attn: attn_mask.shape should be "
                          f"{list(want or scores)}, but got {list(shape)}")
@@ -103,8 +130,9 @@ def _check_mask(mask, scores: tuple, mask_type: str) -> None:
 def _compute(ops, q, k, v, w, mask, shapes, p):
     n, length, source = shapes[0][0], shapes[0][1], shapes[1][1]
     h = p["num_heads"]
-    dims = (shapes[0][2], shapes[1][2], shapes[2][2], p["vproj_size"])
+    dims = (shapes[0][2], shapes[1][2], shapes[2][2])
     layout = _layout(dims, p)[:-1]
+    per_head = head_dims(dims, p)
     flat = ops.reshape(w, (-1,))
     parts = [None if e is None else ops.piece(flat, e[0], e[1]) for e in layout]
 
@@ -114,25 +142,34 @@ def _compute(ops, q, k, v, w, mask, shapes, p):
             y = ops.add(y, parts[b])
         return y
 
-    def split(y, t, size):
-        y = ops.transpose(ops.reshape(y, (n, t, h, size // h)), (0, 2, 1, 3))
-        return ops.reshape(y, (n * h, t, size // h))
-    sizes = [p[f"{c}proj_size"] for c in "qkvo"]
-    qh = split(project(q, length, (0, dims[0]), 4 if p["qbias"] else None), length, sizes[0])
-    kh = split(project(k, source, (1, dims[1]), 5 if p["kbias"] else None), source, sizes[1])
-    vh = split(project(v, source, (2, dims[2]), 6 if p["vbias"] else None), source, sizes[2])
+    def to_heads(i, x, t):
+        """(N * h, t, per-head features): the projection's chunks, or, with no
+        projection, the input repeated for every head."""
+        if not sizes[i]:
+            x = ops.broadcast_to(ops.reshape(x, (n, 1, t, dims[i])), (n, h, t, dims[i]))
+            return ops.reshape(x, (n * h, t, dims[i]))
+        y = project(x, t, (i, dims[i]), 4 + i if p["qkv"[i] + "bias"] else None)
+        y = ops.transpose(ops.reshape(y, (n, t, h, per_head[i])), (0, 2, 1, 3))
+        return ops.reshape(y, (n * h, t, per_head[i]))
+    sizes = _sizes(p)
+    qh, kh, vh = to_heads(0, q, length), to_heads(1, k, source), to_heads(2, v, source)
     scores = ops.scale(ops.matmul(qh, ops.transpose(kh, (0, 2, 1))), p["sm_scaler"])
     probs = ops.softmax(scores if mask is None else ops.add(scores, mask))
     heads = ops.matmul(probs, vh)
-    merged = ops.reshape(ops.transpose(ops.reshape(heads, (n, h, length, sizes[2] // h)),
-                                       (0, 2, 1, 3)), (n, length, sizes[2]))
-    out = project(merged, length, (3, sizes[2]), 7 if p["obias"] else None)
-    out = ops.reshape(out, (n, length, sizes[3]))
+    width = h * per_head[2]
+    merged = ops.reshape(ops.transpose(ops.reshape(heads, (n, h, length, per_head[2])),
+                                       (0, 2, 1, 3)), (n, length, width))
+    if sizes[3]:
+        out = project(merged, length, (3, width), 7 if p["obias"] else None)
+        out = ops.reshape(out, (n, length, sizes[3]))
+    else:
+        out = merged
     return (out, probs) if p["need_weights"] else out
 
 
 class _NumPy:
     reshape = staticmethod(lambda a, s: a.reshape(s))
+    broadcast_to = staticmethod(np.broadcast_to)
     piece = staticmethod(lambda f, at, s: f[at:at + int(np.prod(s))].reshape(s))
     matmul = staticmethod(np.matmul)
     add = staticmethod(np.add)
@@ -151,6 +188,9 @@ class _Relax:
 
     def reshape(self, a, s):
         return self.R.reshape(a, s)
+
+    def broadcast_to(self, a, s):
+        return self.R.broadcast_to(a, s)
 
     def piece(self, f, at, s):
         n = int(np.prod(s))

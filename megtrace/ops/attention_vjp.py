@@ -1,11 +1,12 @@
 """The VJP of `multi_head_attn` (ops/attention.py) in Tensor operations: the forward is
 recomputed, then each stage is walked back (output projection, head merge, softmax
-probabilities times values, the scaled scores' softmax, the three input projections);
+probabilities times values, the scaled scores' softmax, the three input projections, or,
+where a projection size is 0, the heads' copies of the input);
 the packed parameter's gradient is its parts' gradients in the packed order, the additive
 mask's the scores' gradient summed to its shape."""
 from __future__ import annotations
 
-from .attention import unpack
+from .attention import head_dims, unpack
 
 
 def attention_vjp(V, inputs, outputs, grads, p):
@@ -18,34 +19,44 @@ def attention_vjp(V, inputs, outputs, grads, p):
     mask = inputs[4] if len(inputs) > 4 else None
     n, length, source = q.shape[0], q.shape[1], k.shape[1]
     h, c = p["num_heads"], p["sm_scaler"]
-    dims = (q.shape[2], k.shape[2], v.shape[2], p["vproj_size"])
+    dims = (q.shape[2], k.shape[2], v.shape[2])
     parts = unpack(w, dims, p)
     sizes = [p[f"{ch}proj_size"] for ch in "qkvo"]
+    per_head = head_dims(dims, p)
 
-    def split(y, t, size):
-        y = y.reshape(n, t, h, size // h).transpose((0, 2, 1, 3))
-        return y.reshape(n * h, t, size // h)
+    def split(y, t, d):                 # (N * t, h * d) -> (N * h, t, d)
+        return y.reshape(n, t, h, d).transpose((0, 2, 1, 3)).reshape(n * h, t, d)
 
-    def merge(y, t, size):
-        return y.reshape(n, h, t, size // h).transpose((0, 2, 1, 3)).reshape(n * t, size)
+    def merge(y, t, d):                 # (N * h, t, d) -> (N * t, h * d)
+        return y.reshape(n, h, t, d).transpose((0, 2, 1, 3)).reshape(n * t, h * d)
 
     xs = [q.reshape(n * length, dims[0]), k.reshape(n * source, dims[1]),
           v.reshape(n * source, dims[2])]
     lens = (length, source, source)
-    proj = []
+    hs = []
     for i in range(3):
-        y = F.matmul(xs[i], parts[i])
-        proj.append(y if parts[4 + i] is None else y + parts[4 + i])
-    qh, kh, vh = (split(proj[i], lens[i], sizes[i]) for i in range(3))
+        if sizes[i]:
+            y = F.matmul(xs[i], parts[i])
+            hs.append(split(y if parts[4 + i] is None else y + parts[4 + i], lens[i],
+                            per_head[i]))
+        else:                           # no projection: every head sees the input
+            x = inputs[i].reshape(n, 1, lens[i], dims[i])
+            hs.append(F.broadcast_to(x, (n, h, lens[i], dims[i]))
+                      .reshape(n * h, lens[i], dims[i]))
+    qh, kh, vh = hs
     scores = F.matmul(qh, kh, transpose_b=True) * c
     probs = F.softmax(scores if mask is None else scores + mask, axis=-1)
-    merged = merge(F.matmul(probs, vh), length, sizes[2])
+    merged = merge(F.matmul(probs, vh), length, per_head[2])
 
-    g2 = g.reshape(n * length, sizes[3])
     d_parts = [None] * 8
-    d_parts[3] = F.matmul(merged, g2, transpose_a=True)
-    d_parts[7] = F.sum(g2, axis=0) if parts[7] is not None else None
-    d_heads = split(F.matmul(g2, parts[3], transpose_b=True), length, sizes[2])
+    if sizes[3]:
+        g2 = g.reshape(n * length, sizes[3])
+        d_parts[3] = F.matmul(merged, g2, transpose_a=True)
+        d_parts[7] = F.sum(g2, axis=0) if parts[7] is not None else None
+        d_merged = F.matmul(g2, parts[3], transpose_b=True)
+    else:
+        d_merged = g.reshape(n * length, h * per_head[2])
+    d_heads = split(d_merged, length, per_head[2])
     d_probs = F.matmul(d_heads, vh, transpose_b=True)
     if g_weights is not None:
         d_probs = d_probs + g_weights
@@ -58,10 +69,14 @@ def attention_vjp(V, inputs, outputs, grads, p):
     d_kh = F.matmul(d_scores, qh, transpose_a=True)
     d_x = []
     for i, d in enumerate((d_qh, d_kh, d_vh)):
-        d2 = merge(d, lens[i], sizes[i])
+        if not sizes[i]:                # the heads' gradients summed back to the input
+            d_x.append(F.sum(d.reshape(n, h, lens[i], dims[i]), axis=1))
+            continue
+        d2 = merge(d, lens[i], per_head[i])
         d_parts[i] = F.matmul(xs[i], d2, transpose_a=True)
         if parts[4 + i] is not None:
             d_parts[4 + i] = F.sum(d2, axis=0)
         d_x.append(F.matmul(d2, parts[i], transpose_b=True).reshape(inputs[i].shape))
-    dw = F.concat([d.reshape(-1) for d in d_parts if d is not None], axis=0)
-    return (*d_x, dw.reshape(tuple(w.shape))) + (() if mask is None else (d_mask,))
+    pieces = [d.reshape(-1) for d in d_parts if d is not None]
+    dw = F.concat(pieces, axis=0).reshape(tuple(w.shape)) if pieces else V.zeros_like(w)
+    return (*d_x, dw) + (() if mask is None else (d_mask,))

@@ -4,6 +4,8 @@ data movement with the inverse movement (reshape back, sum a broadcast, scatter 
 as MegEngine's grad rules do."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -29,7 +31,7 @@ def reduce_vjp(V, inputs, outputs, grads, *, mode, axis, keepdims, data_type="DE
     if mode == "sum":
         return (gx,)
     if mode == "mean":
-        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        count = math.prod([int(x.shape[a]) for a in axes])
         return (gx / V.const(max(count, 1), gx),)
     yx = _restore(V, y, x, axes)
     if mode in ("max", "min"):      # MegEngine: every element equal to the result

@@ -95,7 +95,9 @@ class OpDef:
         It must compute with Tensor operations only (`V.apply(op_name, *tensors, **params)`,
         `V.F` = megtrace.functional, Tensor operators), never NumPy on values: then the
         backward pass is itself recorded by `trace`, compiled and higher-order
-        differentiable. `V.sum_to(g, shape)` reduces a broadcast gradient to `shape`;
+        differentiable; and a replayed trace applies the ops a rule applied once again
+        without running it (megtrace/autodiff/recipes.py), so they may depend on shapes,
+        dtypes, params and `V.needs_grad` only. `V.sum_to(g, shape)` reduces a broadcast gradient to `shape`;
         `V.needs_grad(i)` says whether input i's gradient is wanted (skip the others);
         `V.select(cond, g)`, `V.const(value, like)`, `V.zeros_like(x)` help too
         (megtrace/autodiff/context.py). tests/autodiff/test_vjp_registry.py checks every

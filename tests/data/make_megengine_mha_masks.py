@@ -1,17 +1,18 @@
-"""Golden data: MegEngine 1.13's dumps of multi-head attention with masks, which it writes
-as its MultiHeadAttn opr with a fifth input (the merged additive mask), run on its CPU
-proxy kernel (run in the megref chroot:
+"""Golden data: MegEngine 1.13's dumps of multi-head attention with masks (written as its
+MultiHeadAttn opr with a fifth input, the merged additive mask), returning attention
+weights, and without projections, run on its CPU proxy kernel (run in the megref chroot:
 MEGREF_BIND=<repo> /work/shared/megref/mpy tests/data/make_megengine_mha_masks.py).
 
 Writes megengine_mha_masks/<name>.mge (and <name>_fbs.mge, the FBS v1 format, for
-FBS_V1) and megengine_mha_masks/io.npz: per model the
-packed weights `<name>.w`, the inputs `<name>.<input>` and MegEngine's output `<name>.y` (and `<name>.weights`, the
-attention weights, where the model returns them) (eager; the script checks that MegEngine's Lite runs its own dump to the same values).
-Two models call the MultiHeadAttn builtin directly for params its Python API does not
-set: `reslink` (the CPU kernel ignores it) and a mask input under attn_mask_type NO_MASK
-(the kernel ignores the mask). MegEngine's CPU kernel refuses bias_k/bias_v and
+FBS_V1) and megengine_mha_masks/io.npz: per model the packed weights `<name>.w`, the
+inputs `<name>.<input>`, MegEngine's eager output `<name>.y` and, where the model returns
+them, the attention weights `<name>.weights`; the script checks that MegEngine's Lite
+runs its own dumps to the same values. A module is left in training mode (dropout rates
+0). Two models call the MultiHeadAttn builtin directly for params its Python API does
+not set: `reslink` (the CPU kernel ignores it) and a mask input under attn_mask_type
+NO_MASK (the kernel ignores the mask). MegEngine's CPU kernel refuses bias_k/bias_v and
 add_zero_attn (its attention-weight layout check) and is_causal without attn_mask (an
-absent mask is added); the script records those refusals in refusals.json.
+absent mask is added); the script records what it says in refusals.json.
 tests/modelfile/test_mha_masks.py reads the files with megtrace and compares."""
 import json
 import os
@@ -101,6 +102,53 @@ def configs():
     }
 
 
+# F.nn.multi_head_attention with projection sizes of 0 (no projection: the whole input for
+# every head; no output projection: the merged heads):
+# name: (embed, heads, kdim, vdim, {q,k,v,o}proj_size, {q,k,v,o}bias, with a 2-d mask)
+PROJ0 = {
+    "proj0_qk": (4, 2, 4, 3, (0, 0, 6, 5), (False, False, True, True), False),
+    "proj0_o": (8, 2, 8, 8, (8, 8, 8, 0), (True, True, True, False), True),
+    "proj0_v": (4, 2, 4, 3, (4, 4, 0, 5), (True, False, False, True), True),
+    "proj0_vo": (6, 3, 6, 2, (6, 6, 0, 0), (False, False, False, False), False),
+}
+
+
+def packed_len(embed, heads, kdim, vdim, sizes, biases):
+    qs, ks, vs, os_ = sizes
+    n = embed * qs + kdim * ks + vdim * vs + (vs or heads * vdim) * os_
+    return n + sum(s for s, b in zip(sizes, biases) if b)
+
+
+def proj0_models(io):
+    for name, (embed, heads, kdim, vdim, sizes, biases, masked) in PROJ0.items():
+        w = np.random.uniform(-0.5, 0.5, (1, packed_len(embed, heads, kdim, vdim, sizes,
+                                                        biases))).astype("float32")
+        arrays = {"q": np.random.randn(N, L, embed).astype("float32"),
+                  "k": np.random.randn(N, S, kdim).astype("float32"),
+                  "v": np.random.randn(N, S, vdim).astype("float32")}
+        if masked:
+            arrays["attn_mask"] = causal(L, S)
+        names = list(arrays)
+        kw = dict(zip(("qproj_size", "kproj_size", "vproj_size", "oproj_size"), sizes),
+                  **dict(zip(("qbias", "kbias", "vbias", "obias"), biases)))
+
+        def fn(q, k, v, *mask):
+            return F.nn.multi_head_attention(q, k, v, embed, heads, 0.0, 0.0,
+                                             mge.tensor(w), training=False,
+                                             attn_mask=mask[0] if mask else None, **kw)[0]
+        y = fn(*[mge.tensor(arrays[n]) for n in names]).numpy()
+        f = trace(fn, symbolic=True, capture_as_const=True)
+        f(*[mge.tensor(arrays[n]) for n in names])
+        path = os.path.join(HERE, f"{name}.mge")
+        f.dump(path, arg_names=names, output_names=["y"])
+        (lite,) = lite_run(path, arrays, ["y"])
+        err = float(np.abs(lite - y).max())
+        assert err <= 1e-5, (name, err)
+        io.update({f"{name}.{n}": a for n, a in arrays.items()})
+        io[f"{name}.w"], io[f"{name}.y"] = w, y
+        print(name, y.shape, "lite |err|", err)
+
+
 def lite_run(path, inputs, outputs):
     from megenginelite import LiteNetwork
     net = LiteNetwork()
@@ -179,6 +227,7 @@ def main():
         io.update({f"{name}.{n}": arrays[n] for n in names})
         io.update({f"{name}.{n}": y for n, y in zip(outs, ys)})
         print(name, "lite |err|", err)
+    proj0_models(io)
     np.savez_compressed(os.path.join(HERE, "io.npz"), **io)
     with open(os.path.join(HERE, "refusals.json"), "w") as fh:
         json.dump(refusals(), fh, indent=1, sort_keys=True)

@@ -12,6 +12,7 @@ import pytest
 from conftest import rel_err
 
 import megtrace as mge
+import megtrace.functional as F
 import megtrace.module as M
 from megtrace import load_graph
 from megtrace.errors import UnsupportedModelError
@@ -66,6 +67,62 @@ def test_megengine_dump_loads_and_computes_megengines_outputs(name):
     assert sorted(got) == sorted(_outputs(name))
     for out in got:
         assert rel_err(got[out], d[out]) <= 1e-5, out
+
+
+# F.nn.multi_head_attention with projection sizes of 0 (the make script's PROJ0):
+# (embed, heads, {q,k,v,o}proj_size, {q,k,v,o}bias, with a 2-d mask)
+PROJ0 = {
+    "proj0_qk": (4, 2, (0, 0, 6, 5), (False, False, True, True), False),
+    "proj0_o": (8, 2, (8, 8, 8, 0), (True, True, True, False), True),
+    "proj0_v": (4, 2, (4, 4, 0, 5), (True, False, False, True), True),
+    "proj0_vo": (6, 3, (6, 6, 0, 0), (False, False, False, False), False),
+}
+
+
+@pytest.mark.parametrize("name", list(PROJ0))
+def test_megengine_dump_without_projections_loads(name):
+    d = _io(name)
+    feeds = {k: v for k, v in d.items() if k not in ("w", "y")}
+    got = load_graph(DATA / f"{name}.mge").run(**feeds)
+    assert rel_err(got["y"], d["y"]) <= 1e-5
+
+
+def _dump_proj0(name, tmp_path):
+    embed, heads, sizes, biases, masked = PROJ0[name]
+    d = _io(name)
+    names = ["q", "k", "v"] + (["attn_mask"] if masked else [])
+    kw = dict(zip(("qproj_size", "kproj_size", "vproj_size", "oproj_size"), sizes),
+              **dict(zip(("qbias", "kbias", "vbias", "obias"), biases)))
+    w = mge.tensor(d["w"])
+
+    def fn(q, k, v, *mask):
+        return F.nn.multi_head_attention(q, k, v, embed, heads, 0.0, 0.0, w, training=False,
+                                         attn_mask=mask[0] if mask else None, **kw)[0]
+    inputs = [mge.tensor(d[n]) for n in names]
+    assert rel_err(fn(*inputs).numpy(), d["y"]) <= 1e-5          # eager
+    f = trace(fn, symbolic=True, capture_as_const=True)
+    assert rel_err(f(*inputs).numpy(), d["y"]) <= 1e-5           # compiled
+    path = tmp_path / f"{name}.mge"
+    f.dump(path, arg_names=names, output_names=["y"])
+    return path, {n: d[n] for n in names}
+
+
+@pytest.mark.parametrize("name", list(PROJ0))
+def test_megtrace_writes_attention_without_projections_as_megengine(name, tmp_path):
+    path, feeds = _dump_proj0(name, tmp_path)
+    ours, theirs = _mha_opr(path), _mha_opr(DATA / f"{name}.mge")
+    drop = ("seed",)
+    assert {k: v for k, v in ours.params[0][1].items() if k not in drop} == \
+        {k: v for k, v in theirs.params[0][1].items() if k not in drop}
+    assert rel_err(load_graph(path).run(**feeds)["y"], _io(name)["y"]) <= 1e-5
+
+
+@pytest.mark.lite
+def test_lite_runs_megtraces_attention_without_projections(lite, tmp_path):
+    jobs = [_dump_proj0(name, tmp_path) for name in PROJ0]
+    for (path, _), got, name in zip(jobs, lite.run_models(jobs), PROJ0, strict=True):
+        assert not isinstance(got, str), f"{path.name}: {got}"
+        assert rel_err(got["y"], _io(name)["y"]) <= 1e-5, name
 
 
 def test_megengines_fbs_v1_dump_loads():

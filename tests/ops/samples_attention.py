@@ -8,9 +8,11 @@ import numpy as np
 from .samples import Sample, f32
 
 
-def _mha_ref(q, k, v, w, mask=None, *, num_heads, qproj_size, kproj_size, vproj_size, oproj_size,
-             qbias=False, kbias=False, vbias=False, obias=False, sm_scaler=1.0,
+def _mha_ref(q, k, v, w, mask=None, *, num_heads, qproj_size, kproj_size, vproj_size,
+             oproj_size, qbias=False, kbias=False, vbias=False, obias=False, sm_scaler=1.0,
              attn_mask_type="NO_MASK", need_weights=False):
+    """A projection of size 0 is absent: its input, whole, goes to every head (the
+    output's: the concatenated heads are the result)."""
     flat, pos = w.reshape(-1).astype(np.float64), 0
 
     def take(*shape):
@@ -18,24 +20,34 @@ def _mha_ref(q, k, v, w, mask=None, *, num_heads, qproj_size, kproj_size, vproj_
         size = int(np.prod(shape))
         pos += size
         return flat[pos - size:pos].reshape(shape)
-    ws = [take(x.shape[2], s) for x, s in ((q, qproj_size), (k, kproj_size), (v, vproj_size))]
-    ws.append(take(vproj_size, oproj_size))
-    bs = [take(s) if flag else 0.0 for s, flag in ((qproj_size, qbias), (kproj_size, kbias),
-                                                   (vproj_size, vbias), (oproj_size, obias))]
-    out = np.zeros((q.shape[0], q.shape[1], oproj_size))
+    sizes = (qproj_size, kproj_size, vproj_size, oproj_size)
+    merged = vproj_size or num_heads * v.shape[2]
+    rows = (q.shape[2], k.shape[2], v.shape[2], merged)
+    ws = [take(r, s) if s else None for r, s in zip(rows, sizes)]
+    bs = [take(s) if s and flag else 0.0
+          for s, flag in zip(sizes, (qbias, kbias, vbias, obias))]
+    out = np.zeros((q.shape[0], q.shape[1], oproj_size or merged))
     weights = np.zeros((q.shape[0] * num_heads, q.shape[1], k.shape[1]))
-    dq, dv = qproj_size // num_heads, vproj_size // num_heads
+
+    def head(x, i, hd):             # head hd's features of projected input x
+        if not sizes[i]:
+            return x
+        d = sizes[i] // num_heads
+        return x[:, hd * d:(hd + 1) * d]
     for b in range(q.shape[0]):
-        qp, kp, vp = (x[b].astype(np.float64) @ ws[i] + bs[i] for i, x in enumerate((q, k, v)))
+        qp, kp, vp = (x[b].astype(np.float64) if ws[i] is None else
+                      x[b].astype(np.float64) @ ws[i] + bs[i]
+                      for i, x in enumerate((q, k, v)))
         heads = []
         for hd in range(num_heads):
-            s = qp[:, hd * dq:(hd + 1) * dq] @ kp[:, hd * dq:(hd + 1) * dq].T * sm_scaler
+            s = head(qp, 0, hd) @ head(kp, 1, hd).T * sm_scaler
             if mask is not None:
                 s = s + (mask if mask.ndim == 2 else mask[b * num_heads + hd])
             e = np.exp(s - s.max(axis=1, keepdims=True))
             weights[b * num_heads + hd] = e / e.sum(axis=1, keepdims=True)
-            heads.append(weights[b * num_heads + hd] @ vp[:, hd * dv:(hd + 1) * dv])
-        out[b] = np.concatenate(heads, axis=1) @ ws[3] + bs[3]
+            heads.append(weights[b * num_heads + hd] @ head(vp, 2, hd))
+        z = np.concatenate(heads, axis=1)
+        out[b] = z if ws[3] is None else z @ ws[3] + bs[3]
     return (out, weights) if need_weights else out
 
 
@@ -60,6 +72,18 @@ SAMPLES = [
                                          f32(1, 24 + 18 + 6 + 15)(r), f32(3, 5)(r)],
            {**_CROSS, "attn_mask_type": "USER_DEFINED_MASK", "need_weights": True}, _mha_ref,
            tag="mask-weights"),
+    # no query/key projection (each head sees the whole 4 features), no output projection
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 5, 4)(r), f32(2, 5, 3)(r),
+                                         f32(1, 3 * 6 + 6)(r)],
+           {"num_heads": 2, "qproj_size": 0, "kproj_size": 0, "vproj_size": 6,
+            "oproj_size": 0, "vbias": True, "sm_scaler": 0.5}, _mha_ref, tag="no-qko-proj"),
+    # no value projection: the output weight's rows are num_heads * Ev
+    Sample("multi_head_attn", lambda r: [f32(2, 3, 4)(r), f32(2, 5, 3)(r), f32(2, 5, 2)(r),
+                                         f32(1, 16 + 12 + 2 * 2 * 5 + 5)(r), f32(3, 5)(r)],
+           {"num_heads": 2, "qproj_size": 4, "kproj_size": 4, "vproj_size": 0,
+            "oproj_size": 5, "obias": True, "sm_scaler": 0.7,
+            "attn_mask_type": "USER_DEFINED_MASK", "need_weights": True}, _mha_ref,
+           tag="no-v-proj"),
 ]
 
 BAD = [("multi_head_attn", [(2, 3, 4), (2, 3, 4), (2, 3, 4), (1, 7)], _SELF, "ShapeError",
