@@ -59,7 +59,8 @@ def run(args) -> int:
     rows = [("megtrace (TVM)", times)]
     error = None
     if lite is not None:
-        theirs, lite_times = _lite_run(lite, path, feeds, args)
+        theirs, lite_times = time_in_lite(path, feeds, lite, args.thread, args.warmup_iter,
+                                          args.iter)
         rows.append((f"MegEngine Lite {LITE_VERSION}", lite_times))
         error = max((float(np.abs(ours[n].astype(np.float64) - theirs[n]).max())
                      for n in ours if n in theirs and ours[n].size), default=None)
@@ -80,14 +81,25 @@ def run(args) -> int:
     return 0
 
 
-def _lite_run(lite: Path, model: Path, feeds, args):
+def time_in_lite(model: str | Path, feeds: dict[str, np.ndarray], lite: Path | None = None,
+                 threads: int = 1, warmup: int = 2, iters: int = 20
+                 ) -> tuple[dict[str, np.ndarray], list[float]]:
+    """Run `model` (a .mge file) in MegEngine Lite 1.13 on `feeds` (name -> array):
+    its outputs by name and the milliseconds of each of `iters` timed runs. Lite runs in
+    a subprocess of its own (it is a Python 3.10 build loaded through ctypes); `lite`
+    defaults to the prepared cache (`lite_dir`)."""
+    model = Path(model)
+    lite = lite if lite is not None else lite_dir(None)
+    if lite is None:
+        raise UserError("MegEngine Lite is not prepared (run `python tests/lite_runtime.py "
+                        "--prepare`, or give its folder)")
     with tempfile.TemporaryDirectory() as tmp:
         inputs, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(inputs, **feeds)
         timer = Path(__file__).with_name("lite_timer.py")
         done = subprocess.run([sys.executable, str(timer), str(lite), str(model), str(inputs),
-                               str(args.thread), str(args.warmup_iter), str(args.iter),
-                               str(out)], capture_output=True, text=True)
+                               str(threads), str(warmup), str(iters), str(out)],
+                              capture_output=True, text=True)
         if done.returncode != 0 or not out.exists():
             last = (done.stderr.strip().splitlines() or ["it exited without output"])[-1]
             raise UserError(f"MegEngine Lite could not run {model.name}: {last}")
