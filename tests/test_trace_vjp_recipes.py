@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import megtrace as mge
+import megtrace.formats as formats
 import megtrace.functional as F
 import megtrace.module as M
 import megtrace.optimizer as optim
@@ -27,6 +28,22 @@ class _Net(M.Module):
         y = F.relu(self.bn(self.conv(x)))
         y = F.nn.dropout(y, 0.0) * 0.5 + y / 4.0      # a random op (its rule always runs)
         return self.fc(F.flatten(y, 1))
+
+
+@pytest.fixture(autouse=True)
+def _no_formats(monkeypatch):
+    """A process that has not marked a tensor with a format (an earlier test may have:
+    `formats.in_use` then stays on, and recipes are off, as the next test shows)."""
+    monkeypatch.setattr(formats, "in_use", False)
+
+
+def test_no_recipes_while_tensor_formats_are_in_use(monkeypatch):
+    monkeypatch.setattr(formats, "in_use", True)
+    losses, params, step = _run_steps(3)
+    assert not step._last_entry.vjp_recipes       # every rule ran, none was noted
+    monkeypatch.setattr(formats, "in_use", False)
+    want_losses, want_params, _ = _steps(False, calls=3)
+    np.testing.assert_array_equal(losses, want_losses)
 
 
 def _rules_only(mp):
