@@ -192,8 +192,7 @@ class Tape:
                     if var is None or g is None:
                         continue
                     _check_shape(node.name, g, node.in_shape(i))
-                    prev = grads.get(var)
-                    grads[var] = g if prev is None else prev + g
+                    _accumulate(grads, var, g)
             for var, g in grads.items():
                 callback = self.callbacks.pop(var, None)
                 if callback is not None:
@@ -206,8 +205,9 @@ class Tape:
 
 def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
     """dispatch.apply's hook while a tape records (and is not suppressed): a node for
-    each such tape that tracks an input of `op`. What `add_node` does, inlined: every
-    op of a recorded forward pass (and of a traced step's replay) comes here."""
+    each such tape that tracks an input of `op` (`add_node`'s work, without a closure
+    or input shapes per op: every op of a recorded forward pass, and of a traced step's
+    replay, comes here)."""
     if op.vjp is NOT_DIFFERENTIABLE:
         return
     nodes = None
@@ -217,15 +217,8 @@ def record_op(op: OpDef, inputs: tuple, params: dict, outputs: tuple) -> None:
         in_vars = [None if (ad := t._ad) is None else ad.get(tape) for t in inputs]
         if in_vars.count(None) == len(in_vars):
             continue
-        out_vars = []
-        for t in outputs:
-            var = _Var()
-            if t.dtype.kind in ("f", "c"):      # _carries_gradient: tracked (_track)
-                ad = t._ad
-                if ad is None:
-                    t._ad = ad = {}
-                ad[tape] = var
-            out_vars.append(var)
+        out_vars = [tape._track(t) if _carries_gradient(t.dtype) else _Var()
+                    for t in outputs]
         node = _OpNode(op, params, in_vars, out_vars)
         tape.nodes.append(node)
         if nodes is None:

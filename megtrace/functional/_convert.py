@@ -13,13 +13,18 @@ from ..tensor import Tensor, constant
 _F32 = np.dtype(np.float32)
 
 
+def _f32_scalar(value: int | float) -> Tensor:
+    """What Tensor(value, dtype=float32) makes of a Python number (as_array: asarray,
+    then astype), without Tensor()'s checks: scalar operands of float32 ops."""
+    return constant(np.asarray(value).astype(_F32))
+
+
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
     kind = type(value)
     if (kind is float or kind is int) and like is not None and like.dtype is _F32:
-        # what Tensor(value, dtype=float32) below makes (as_array: asarray, then astype)
-        return constant(np.asarray(value).astype(_F32))
+        return _f32_scalar(value)
     if isinstance(value, (bool, int, float, np.generic)) and like is not None:
         if isinstance(value, float) and not _dt.is_float(_dt.name_of(like.dtype)):
             return Tensor(value, dtype="float32")
@@ -43,9 +48,9 @@ def binary_operands(a, b) -> tuple[Tensor, Tensor]:
             if a.dtype is b.dtype is _F32:
                 return a, b     # two float32 tensors: what the rules below return
         elif (type(b) is float or type(b) is int) and a.dtype is _F32:
-            return a, constant(np.asarray(b).astype(_F32))    # as as_tensor(b, a) makes it
+            return a, _f32_scalar(b)        # as as_tensor(b, a) makes it
     elif (type(a) is float or type(a) is int) and isinstance(b, Tensor) and b.dtype is _F32:
-        return constant(np.asarray(a).astype(_F32)), b
+        return _f32_scalar(a), b
     if a is None or b is None:
         raise TypeError("the operand is None and is not supported.")
     quantized = _quantized_pair(a, b)
