@@ -113,16 +113,16 @@ class _CpuLowering:
         # (only when the windows of a weight hold more taps than it: one dead-tap crop's
         # window, the centre tap of a 3x3 weight, is cheaper packed alone)
         self.tap_windows: dict[Var, tuple[Var, tuple[int, int]]] = {}
-        windows: dict[Var, list[Node]] = {}
+        windows: dict[Var, list[tuple[Node, tuple]]] = {}
         for node in graph.nodes:
             window = _tap_window(node, graph, self.users)
             if window is not None:
-                windows.setdefault(window[0], []).append(node)
-        for whole, nodes in windows.items():
-            if sum(n.outputs[0].type.size for n in nodes) < whole.type.size:
+                windows.setdefault(window[0], []).append((node, window))
+        for whole, found in windows.items():
+            if sum(n.outputs[0].type.size for n, _ in found) < whole.type.size:
                 continue
-            for node in nodes:
-                self.tap_windows[node.outputs[0]] = _tap_window(node, graph, self.users)
+            for node, window in found:
+                self.tap_windows[node.outputs[0]] = window
                 self.absorbed.add(node)
         self.fused: set[Node] = set()        # groups computed inside an earlier kernel
         # scores group -> (match, shape, bases, kernel, heads transpose) of a fused attention
