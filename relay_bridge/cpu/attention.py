@@ -3,10 +3,10 @@
 Lowered op by op, q @ k^T writes a (heads, s, t) score tensor, softmax reads and writes
 it in four passes and p @ v reads it again, each a separate parallel kernel, and q, k, v
 are first copied out of the QKV projection by transpose and slice kernels. Here, per
-(batch, head) the kernel packs k^T once (t/nr, d, nr), then for every block of MR query
-rows computes the MR x t scores with the packed-GEMM register tile, their row max, exp
+(batch, head) the kernel packs k^T once (t/nr, d, nr), then for every block of mr query
+rows computes the mr x t scores with the packed-GEMM register tile, their row max, exp
 and sum (16 lane partials, as rowwise.py), scales them by one reciprocal per row and
-computes the MR x dv output, all in L1. q, k and v are read through strided views of
+computes the mr x dv output, all in L1. q, k and v are read through strided views of
 their bases (views.py), so the transposes and slices are never computed; with
 `heads_last` the output is written (b, s, h, dv), as multi-head attention merges heads.
 Each row block also prefetches part of the next head's rows (at batch 8 they are in L3).
@@ -20,12 +20,11 @@ from .._tvm import tvm
 from . import fast_math
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import (inner_loops, parallel_if, prepend_in_loop, read_sources,
+from .primfunc import (gemm_tile, inner_loops, parallel_if, prepend_in_loop, read_sources,
                        scheduled_func, vectorize_inner)
 from .rowwise import LANES, row_reduce
 from .views import StridedView
 
-MR = 8
 ENV = "MEGTRACE_FUSED_ATTENTION"       # 0/off: q @ k^T, softmax and p @ v as three kernels
 
 
@@ -84,7 +83,10 @@ def applies(shape: AttentionShape) -> bool:
 
 
 def _tile(n: int) -> int:
-    return 32 if n % 32 == 0 else 16
+    """Register tile columns along t (scores) or dv (output): gemm_tile's, 16 where n
+    is not a whole number of them."""
+    nr = gemm_tile(8, n)[1]
+    return nr if n % nr == 0 else 16
 
 
 def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None = None,
@@ -96,7 +98,8 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
     epilogue = epilogue or Epilogue()
     s, tk, d, dv = shape.sizes
     nb, batch = shape.nb, shape.batch
-    sp = ceil_div(s, MR) * MR
+    mr = gemm_tile(s, max(tk, dv))[0]
+    sp = ceil_div(s, mr) * mr
     nr, nv = _tile(tk), _tile(dv)
     bases = [te.placeholder((n,), "float32", name=f"base{i}") for i, n in enumerate(shape.bases)]
     vectors, _ = epilogue.placeholders((dv,), (nb, s, dv))
@@ -145,7 +148,7 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         # output: batch (parallel) > row block > dv block > j > rows x dv lanes (registers)
         blk = sch.get_sblock("att_out")
         bb, i, c, j = sch.get_loops(blk)
-        io, ii = sch.split(i, [None, MR])
+        io, ii = sch.split(i, [None, mr])
         co, ci = sch.split(c, [None, nv])
         jo, ji = sch.split(j, [None, 4])
         sch.reorder(bb, io, co, jo, ji, ii, ci)
@@ -193,16 +196,16 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         sch.vectorize(sch.get_loops(p)[-1])
 
     func = scheduled_func([*bases, *vectors, out], schedule, "attention")
-    return _prefetch_next_head(func, shape, unravel) if nb > 1 else func
+    return _prefetch_next_head(func, shape, unravel, mr) if nb > 1 else func
 
 
-def _prefetch_next_head(func, shape: AttentionShape, unravel):
+def _prefetch_next_head(func, shape: AttentionShape, unravel, mr: int):
     """Each row block also asks for 1/(row blocks) of the next head's q, k and v rows
     (into L2): at batch 8 they come from L3, row by row, which the hardware prefetchers
     (one 4 KB page per row) do not foresee."""
     t = tvm().tirx
     s, tk, d, dv = shape.sizes
-    blocks = ceil_div(s, MR)
+    blocks = ceil_div(s, mr)
     sources = read_sources(func)
     bases = [sources[f"base{i}"] for i in range(len(shape.bases))]
 

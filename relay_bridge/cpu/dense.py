@@ -1,6 +1,6 @@
 """Dense / matmul with a constant weight: B packed as (N/nr, K, nr), register tile mr x nr.
 
-GEMM: an 8 x 32 tile is 16 zmm accumulators; each k step loads two zmm of B and
+GEMM: an 8 x 32 tile is 16 zmm accumulators (AVX2: primfunc.gemm_tile); each k step loads two zmm of B and
 broadcasts 8 values of A (cpu-schedules.md: 98 % of peak; 48- or 96-wide tiles spill).
 GEMV (one row): reading B is the whole cost, so the rule only cuts N into chunks of
 `GEMV_NR` columns, one per parallel task, and streams K. cpu-schedules.md found 40
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from .._tvm import tvm
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import schedule_register_tile, scheduled_func
+from .primfunc import gemm_tile, schedule_register_tile, scheduled_func
 
-GEMM_MR, GEMM_NR, GEMV_NR = 8, 32, 64
+GEMV_NR = 64
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,7 @@ class DenseShape:
     def tile(self) -> tuple[int, int]:
         if self.m == 1:
             return 1, next(nr for nr in (GEMV_NR, 32, 16) if self.n >= 2 * nr or nr == 16)
-        mr = GEMM_MR if self.m >= GEMM_MR else self.m
-        return mr, GEMM_NR if self.n >= GEMM_NR else 16
+        return gemm_tile(self.m, self.n)
 
     @property
     def weight_shape(self) -> tuple[int, int, int]:

@@ -1,6 +1,6 @@
 """Batched matmul of two runtime tensors (attention's q @ k^T and p @ v).
 
-The same 8 x 32 register tile as dense.py. B cannot be packed at build time, so when
+The same register tile as dense.py (primfunc.gemm_tile). B cannot be packed at build time, so when
 its rows are not contiguous along N (transpose_b, or N not a multiple of the tile) the
 kernel first copies it to (batch, N/nr, K, nr), which costs K*N per batch against
 M*N*K multiply-adds. Leading axes broadcast as in megtrace's matmul.
@@ -12,10 +12,7 @@ from dataclasses import dataclass
 from .._tvm import tvm
 from .epilogue import Epilogue
 from .layout import ceil_div
-from .primfunc import parallel_if, schedule_register_tile, scheduled_func
-
-MR, NR = 8, 32
-
+from .primfunc import gemm_tile, parallel_if, schedule_register_tile, scheduled_func
 
 @dataclass(frozen=True)
 class MatmulShape:
@@ -48,7 +45,7 @@ class MatmulShape:
     @property
     def tile(self) -> tuple[int, int]:
         m, _, n = self.mkn
-        return min(MR, m), NR if n >= NR else 16
+        return gemm_tile(m, n)
 
     @property
     def flops(self) -> int:

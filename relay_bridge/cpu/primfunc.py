@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from .._tvm import tvm
 from ..targets import host_target
+from .layout import ceil_div
 
 OPAQUE = 8          # relax OpPatternKind.kOpaque
 # Below this many multiply-adds a kernel runs on one thread: a parallel launch costs a
@@ -26,6 +27,17 @@ def vector_lanes() -> int:
     t = tvm()
     features = t.target.codegen.llvm_get_cpu_features(t.target.Target(host_target()))
     return 16 if "avx512f" in features else 8
+
+
+def gemm_tile(m: int, n: int) -> tuple[int, int]:
+    """(rows, columns) of the packed-GEMM register tile (dense, matmul, attention) for an
+    m x n product on this host. AVX-512: 8 x 32, 16 of the 32 zmm as accumulators. AVX2
+    has 16 ymm: 8 x 32 would need 32 accumulators and spills (the encoder's 128 x 768 x
+    3072 at 22 GFLOP/s on a Zen 1 core whose peak is 38.4); 6 x 16 and 4 x 16 (12 or 8
+    ymm) run at 36-37.7 there. Of 6 and 4 rows, the one that pads m least (6 on a tie)."""
+    if vector_lanes() == 16:
+        return min(8, m), 32 if n >= 32 else 16
+    return (m if m <= 6 else min((6, 4), key=lambda r: ceil_div(m, r) * r)), 16
 
 
 def parallel_if(sch: Any, loop: Any, macs: int) -> None:

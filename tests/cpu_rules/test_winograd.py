@@ -205,16 +205,18 @@ def test_gemm_register_tile():
     assert W.register_rows(196, 16, 1) == 14 and W.register_rows(196, 8, 1) <= 6
 
 
-def test_per_tile_buffers_are_not_workspace_allocations():
+def test_per_tile_buffers_are_not_workspace_allocations(monkeypatch):
     """The GEMM's 7 x 2 x 16 accumulator (896 bytes) and the input transform's row of
     B^T d (384 bytes) must be stack arrays: TVM hands a CPU kernel's "local" buffers to
     TVMBackendAllocWorkspace, one call per tile, and there LLVM did not keep the GEMM tile
-    in registers (ResNet-18's 64 @ 56x56 Winograd conv 12% + 5% slower)."""
+    in registers (ResNet-18's 64 @ 56x56 Winograd conv 12% + 5% slower). The tile is an
+    AVX-512 host's, whatever the host (an AVX2 host's is 5 x 1 x 16)."""
     import re
 
     from megtrace.relay_bridge._tvm import tvm
     from megtrace.relay_bridge.targets import host_target
     t = tvm()
+    monkeypatch.setattr(W, "vector_lanes", lambda: 16)
     conv = ConvShape(1, 64, 28, 28, 64, 3, 3, (1, 1), (1, 1), True)
     assert W.WinogradShape(conv).rows == 7 and W.WinogradShape(conv).channel_blocks == 2
     func = W.winograd_conv2d(conv).with_attr("global_symbol", "main")
