@@ -29,10 +29,14 @@ from dataclasses import dataclass
 from .._tvm import tvm
 from .epilogue import Epilogue, blocked_output
 from .layout import BLOCK, blocks, ceil_div, reduce_block
-from .primfunc import parallel_if, scheduled_func, vectorize_inner
+from .primfunc import parallel_if, scheduled_func, vector_lanes, vectorize_inner
 
 ENV = "MEGTRACE_EXPAND_DEPTHWISE"      # 0/off: always two kernels
-REG1_CHOICES = (14, 16, 12, 13, 15, 11, 10, 9, 8)    # 1x1 register tile widths, preferred first
+# 1x1 register tile widths, preferred first, by vector lanes. With AVX2 (16 ymm) a
+# column is two registers: 14 columns spilled. Zen 1, 1 thread, CPU time, the pair alone
+# (14 -> 4 columns): 16->96 @112 s2 1.86 -> 1.17 ms, 24->144 @56 s1 1.18 -> 0.84, s2
+# 0.96 -> 0.61, 32->192 @28 0.48 -> 0.33; 6, 3 or 2 columns 3-28% slower than 4.
+REG1_CHOICES = {16: (14, 16, 12, 13, 15, 11, 10, 9, 8), 8: (4, 6, 5, 3, 2)}
 STRIP_BYTES = 160 << 10                               # expanded rows per strip: L2-sized
 # Below this size the expanded tensor stays in cache between the two kernels and
 # fusing gains nothing: MobileNetV2 in a model run, 1 thread, CPU time, separate ->
@@ -91,7 +95,8 @@ class Tiling:
     w2: int          # expanded columns computed: the input's w, widened to a reg1 multiple
 
 
-DW_REG_CHOICES = (4, 7, 3, 2)     # depthwise tile widths, preferred first (depthwise.py)
+# depthwise tile widths, preferred first (depthwise.py); AVX2 has no room for 7 columns
+DW_REG_CHOICES = {16: (4, 7, 3, 2), 8: (4, 3, 2)}
 
 
 def strip_rows(rows: int, stride: int) -> int:
@@ -103,14 +108,15 @@ def tiling(shape: PairShape) -> Tiling | None:
     """Strip height and tile widths: the depthwise tile of 4 columns unless another
     wastes fewer (a 2-column tile ran the 56-wide layers at half the rate), the 1x1 tile
     width that covers the input row with the fewest extra columns (14 for MobileNet's
-    112/56/28-wide rows: none), then the tallest strip whose expanded rows fit
+    112/56/28-wide rows with AVX-512, 4 with AVX2: none), then the tallest strip whose expanded rows fit
     STRIP_BYTES; None when nothing fits."""
     s, w = shape.stride, shape.w
-    reg = min(DW_REG_CHOICES, key=lambda r: (ceil_div(shape.ow, r) * r - shape.ow,
-                                             DW_REG_CHOICES.index(r)))
+    dw_choices, choices = DW_REG_CHOICES[vector_lanes()], REG1_CHOICES[vector_lanes()]
+    reg = min(dw_choices, key=lambda r: (ceil_div(shape.ow, r) * r - shape.ow,
+                                         dw_choices.index(r)))
     owp = ceil_div(shape.ow, reg) * reg
-    w2, reg1 = min(((ceil_div(w, r) * r, r) for r in REG1_CHOICES),
-                   key=lambda wr: (wr[0], REG1_CHOICES.index(wr[1])))
+    w2, reg1 = min(((ceil_div(w, r) * r, r) for r in choices),
+                   key=lambda wr: (wr[0], choices.index(wr[1])))
     fits = [r for r in range(1, shape.oh + 1) if shape.oh % r == 0
             and strip_rows(r, s) * w2 * BLOCK * 4 <= STRIP_BYTES]
     return Tiling(max(fits), reg, owp, reg1, w2) if fits else None

@@ -297,10 +297,13 @@ def test_depthwise_rule_after_conv(c, s, rng):
                                          (1, 32, 7, 7, 192, 1), (1, 8, 13, 11, 48, 2),
                                          (1, 16, 26, 26, 32, 2), (1, 20, 9, 10, 32, 1),
                                          (1, 40, 8, 8, 48, 2)])
-def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch):
+@pytest.mark.parametrize("lanes", [8, 16], ids=["avx2_tiles", "avx512_tiles"])
+def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, lanes, rng, monkeypatch):
     """1x1 conv (+bias, ReLU6) feeding a 3x3 depthwise (+bias, ReLU6): one fused kernel
-    (at any size here; models fuse only pairs whose expanded tensor leaves the cache)."""
+    (at any size here; models fuse only pairs whose expanded tensor leaves the cache),
+    with either host's tiling."""
     from megtrace.relay_bridge.cpu import pointwise_depthwise
+    monkeypatch.setattr(pointwise_depthwise, "vector_lanes", lambda: lanes)
     monkeypatch.setattr(pointwise_depthwise, "MIN_EXPANDED_BYTES", 0)
     monkeypatch.setattr(pointwise_depthwise, "MIN_IMAGE_EXPANDED_BYTES", 0)
     x, w0 = f32(rng, n, 3, h, w), f32(rng, c, 3, 1, 1)
@@ -318,18 +321,26 @@ def test_expand_depthwise_pair_is_one_kernel(n, c, h, w, e, s, rng, monkeypatch)
     check(cg(x)[0], np.clip(conv_ref(mid, dw, (s, s), (1, 1)) + b2, 0, 6))
 
 
-@pytest.mark.parametrize("shape,reg,owp,w2", [((1, 16, 112, 112, 96, 2), 4, 56, 112),
-                                              ((1, 24, 56, 56, 144, 1), 4, 56, 56),
-                                              ((1, 24, 56, 56, 144, 2), 4, 28, 56),
-                                              ((1, 16, 26, 26, 32, 2), 7, 14, 26),
-                                              ((1, 8, 13, 11, 48, 2), 3, 6, 11),
-                                              ((1, 32, 7, 7, 192, 1), 7, 7, 8)])
-def test_expand_depthwise_tiling_computes_only_input_columns(shape, reg, owp, w2):
+@pytest.mark.parametrize("lanes,shape,reg,owp,w2", [
+    (16, (1, 16, 112, 112, 96, 2), 4, 56, 112), (16, (1, 24, 56, 56, 144, 1), 4, 56, 56),
+    (16, (1, 24, 56, 56, 144, 2), 4, 28, 56), (16, (1, 16, 26, 26, 32, 2), 7, 14, 26),
+    (16, (1, 8, 13, 11, 48, 2), 3, 6, 11), (16, (1, 32, 7, 7, 192, 1), 7, 7, 8),
+    (8, (1, 16, 112, 112, 96, 2), 4, 56, 112), (8, (1, 24, 56, 56, 144, 1), 4, 56, 56),
+    (8, (1, 24, 56, 56, 144, 2), 4, 28, 56), (8, (1, 16, 26, 26, 32, 2), 2, 14, 26),
+    (8, (1, 8, 13, 11, 48, 2), 3, 6, 12), (8, (1, 32, 7, 7, 192, 1), 4, 8, 8)])
+def test_expand_depthwise_tiling_computes_only_input_columns(lanes, shape, reg, owp, w2,
+                                                              monkeypatch):
     """The 1x1 tile covers the input's columns (MobileNetV2's 112/56-wide rows: 14-column
-    tiles, none extra; the depthwise conv's padding columns are a guard, not computed:
-    the 112 s2 pair computed 117 columns for 113 before, clamped reads made the tile's
-    columns separate addresses), and a strip computes only the rows it reads."""
+    tiles with AVX-512, 4-column ones with AVX2 (16 ymm), none extra; the depthwise conv's
+    padding columns are a guard, not computed: the 112 s2 pair computed 117 columns for
+    113 before, clamped reads made the tile's columns separate addresses), and a strip
+    computes only the rows it reads. Either host's tiling, whatever the host."""
+    from megtrace.relay_bridge.cpu import pointwise_depthwise
     from megtrace.relay_bridge.cpu.pointwise_depthwise import PairShape, strip_rows, tiling
+    monkeypatch.setattr(pointwise_depthwise, "vector_lanes", lambda: lanes)
+    # accumulators of the widest 1x1 tile (16 channels: 16 // lanes registers a column)
+    # leave room for the broadcast and the weights in 32 zmm / 16 ymm
+    assert max(pointwise_depthwise.REG1_CHOICES[lanes]) * (16 // lanes) <= {16: 16, 8: 12}[lanes]
     pair = PairShape(*shape)
     t = tiling(pair)
     assert (t.reg, t.owp, t.w2) == (reg, owp, w2)
