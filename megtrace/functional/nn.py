@@ -106,10 +106,10 @@ def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: b
            compute_mode: str = "default", format: str = "default") -> Tensor:
     """Matrix product of the last two axes; leading axes broadcast (batched matmul)."""
     modes = {}
-    if compute_mode != "default" or _config._compute_mode != "default":
+    if compute_mode != "default" or _CONFIG["__compute_mode"] != "default":
         mode = _config._get_actual_op_param(
             _check_mode("matmul: compute_mode", compute_mode, ("default", "float32")),
-            _config._compute_mode)
+            _CONFIG["__compute_mode"])
         if mode == "float32":
             modes = _ACCUMULATE_F32
     if format != "default":
