@@ -40,8 +40,10 @@ def lower_graph(graph: Any, target: Any, base: str,
         # an inference BatchNorm's scale in the conv weights: the kernel's epilogue adds
         # one shift instead of subtract, multiply, add
         graph = fold_batchnorm_into_conv(graph)
-        # early layers image by image at batch > 1 (cpu/batch_split.py)
-        return to_relax_cpu(split_batch(graph), amx=has_amx(target), on_kernel=on_kernel)
+        # early layers image by image at batch > 1 (cpu/batch_split.py); the rules size
+        # their register tiles for `target` (cpu/primfunc.vector_lanes)
+        with target:
+            return to_relax_cpu(split_batch(graph), amx=has_amx(target), on_kernel=on_kernel)
     return to_relax(graph), []
 
 

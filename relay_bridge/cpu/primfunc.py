@@ -6,7 +6,6 @@ the generic rule skips it.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Sequence
 
 from .._tvm import tvm
@@ -19,14 +18,27 @@ OPAQUE = 8          # relax OpPatternKind.kOpaque
 PARALLEL_MIN_MACS = 1 << 17
 
 
-@functools.lru_cache(maxsize=None)
+_LANES: dict[str, int] = {}      # vector_lanes by target
+
+
 def vector_lanes() -> int:
-    """float32 lanes of the host's widest vector register the target may use: 16 with
-    AVX-512, 8 where the hypervisor hides it (targets.py subtracts avx512f). A 16-lane
-    TIR vector is then two ymm registers, so register tiles must be half as wide."""
+    """float32 lanes of the widest vector register of the llvm target being built (the
+    one in scope, `with target:` as pipelines.lower_graph enters it; else this host's):
+    16 with AVX-512; 8 with AVX2, NEON, or where the hypervisor hides AVX-512 (targets.py
+    subtracts avx512f). A 16-lane TIR vector is then two ymm registers, so register tiles
+    must be half as wide: a library exported for "x86-avx2" on an AVX-512 host gets AVX2
+    tiles."""
     t = tvm()
-    features = t.target.codegen.llvm_get_cpu_features(t.target.Target(host_target()))
-    return 16 if "avx512f" in features else 8
+    target = t.target.Target.current(allow_none=True)
+    if target is not None and target.kind.name != "llvm":
+        target = None
+    key = "host" if target is None else str(target)
+    lanes = _LANES.get(key)
+    if lanes is None:
+        features = t.target.codegen.llvm_get_cpu_features(
+            target if target is not None else t.target.Target(host_target()))
+        lanes = _LANES[key] = 16 if "avx512f" in features else 8
+    return lanes
 
 
 def gemm_tile(m: int, n: int) -> tuple[int, int]:

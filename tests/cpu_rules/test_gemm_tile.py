@@ -92,3 +92,20 @@ def test_fused_attention_matches_numpy(lanes, s, rng):
     p = np.exp(scores - scores.max(-1, keepdims=True))
     ref = (p / p.sum(-1, keepdims=True)) @ v
     assert rel_err(np.asarray(out), ref) < TOL
+
+
+@pytest.mark.parametrize("target,packed", [("x86-avx2", "(6, 64, 16)"),
+                                           ("x86-avx512", "(3, 64, 32)")])
+def test_tiles_follow_the_build_target_not_the_host(target, packed):
+    """A library built for another x86 target (an AVX2 deploy machine from an AVX-512
+    host, or the reverse) gets that target's tiles: the dense weight packed in 16- or
+    32-column panels."""
+    from megtrace.relay_bridge.pipelines import lower_graph
+    w = mge.tensor(np.ones((64, 96), np.float32))
+    traced = trace(symbolic=True, capture_as_const=True)(lambda x: F.matmul(x, w))
+    traced(mge.tensor(np.ones((12, 64), np.float32)))
+    mod, used = lower_graph(traced.graph, resolve(target), "rules")
+    assert used == ["dense"]
+    (dense,) = [f for f in mod.functions.values()
+                if (f.attrs or {}).get("megtrace.rule") == "dense_packed"]
+    assert f'b: T.Buffer({packed}, "float32")' in dense.script()
