@@ -37,13 +37,57 @@ def _no_formats(monkeypatch):
     monkeypatch.setattr(formats, "in_use", False)
 
 
-def test_no_recipes_while_tensor_formats_are_in_use(monkeypatch):
+def test_recipes_stay_on_while_formats_are_in_use_elsewhere(monkeypatch):
+    """A tensor marked with a format somewhere in the process (formats.in_use is one-way)
+    does not turn recipes off for nodes whose tensors carry no format."""
     monkeypatch.setattr(formats, "in_use", True)
     losses, params, step = _run_steps(3)
-    assert not step._last_entry.vjp_recipes       # every rule ran, none was noted
+    assert step._last_entry.vjp_recipes and all(
+        r is not None for r in step._last_entry.vjp_recipes.values())
     monkeypatch.setattr(formats, "in_use", False)
     want_losses, want_params, _ = _steps(False, calls=3)
     np.testing.assert_array_equal(losses, want_losses)
+    for got, want in zip(params, want_params):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_formatted_input_keeps_its_recipes():
+    """An input marked "nhwc" inside the step: the forward's results take the mark, the
+    tape's saved tensors do not (autodiff/tape.py snapshots them unformatted), so the
+    rules' results are unformatted either way and their recipes are kept."""
+    losses, params, step = _run_steps(3, fmt="nhwc")
+    assert formats.in_use
+    assert step._last_entry.vjp_recipes and all(
+        r is not None for r in step._last_entry.vjp_recipes.values())
+    with pytest.MonkeyPatch.context() as mp:
+        _rules_only(mp)
+        want_losses, want_params, _ = _run_steps(3, fmt="nhwc")
+    np.testing.assert_array_equal(losses, want_losses)
+    for got, want in zip(params, want_params):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_formatted_output_gradient_runs_the_rule():
+    """An output gradient marked "nhwc": the rule's results take its format through
+    dispatch.apply, which a recipe would skip, so that node's rule runs every call."""
+    net = M.Linear(3, 2)
+    gm = GradManager().attach(net.parameters())
+
+    @trace(symbolic=True)
+    def step(x, dy):
+        dy.format = "nhwc"
+        with gm:
+            gm.backward(net(x), dy)
+        grad = net.weight.grad * 1.0
+        net.weight.grad = net.bias.grad = None
+        return grad
+    x = mge.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
+    dy = mge.tensor(np.ones((4, 2), np.float32))
+    grads = [step(x, dy).numpy() for _ in range(3)]
+    kept = step._last_entry.vjp_recipes
+    assert not [key for key, r in kept.items() if key[0].name == "matmul" and r is not None]
+    for g in grads:
+        np.testing.assert_allclose(g, np.ones((4, 2)).T @ x.numpy(), rtol=1e-6)
 
 
 def _rules_only(mp):
@@ -59,7 +103,7 @@ def _steps(use_recipes: bool, calls: int = 4):
         return _run_steps(calls)
 
 
-def _run_steps(calls):
+def _run_steps(calls, fmt: str = "default"):
     mge.random.seed(0)
     np.random.seed(0)
     net = _Net()
@@ -69,6 +113,8 @@ def _run_steps(calls):
 
     @trace(symbolic=True)
     def step(x, label):
+        if fmt != "default":
+            x.format = fmt          # MegEngine's mark: the conv and what follows take it
         with gm:
             loss = F.nn.cross_entropy(net(x), label)
             gm.backward(loss)

@@ -12,8 +12,8 @@ made); later replays apply those ops again, through `dispatch.apply`, so the rep
 still checks each one against the tape (a recipe that no longer fits fails as the rule
 would). The rule itself runs whenever a node's inputs differ in kind, a rule did more
 than apply ops and make constants (read a value, assign, draw random numbers), or
-something changes how ops are applied (autocast, formats). The contract this needs of
-a rule (every rule in megtrace/ops keeps it): it reads its tensors' shapes and dtypes,
+something changes how ops are applied (autocast, or a format mark on one of the node's
+tensors). The contract this needs of a rule (every rule in megtrace/ops keeps it): it reads its tensors' shapes and dtypes,
 never their values, and makes constants from Python numbers and shapes only.
 """
 from __future__ import annotations
@@ -30,9 +30,14 @@ def run_backward(node, outs: tuple, wanted: tuple) -> tuple:
     recipes = getattr(rec, "vjp_recipes", None)
     op = node.op
     if recipes is None or op is None or op.random or dispatch.autocast is not None \
-            or formats.in_use or dispatch.apply_log is not None:
+            or dispatch.apply_log is not None:
         return node.backward(outs, wanted)
     inputs, outputs = node.saved
+    if formats.in_use and _formatted(inputs, outputs, outs):
+        # the rule's results take formats from these tensors (dispatch.apply), which a
+        # recipe handed straight to the replayer would not; on tensors without one,
+        # every result of the rule is "default" either way
+        return node.backward(outs, wanted)
     # what a rule may see of its values: a traced value by its var (its shape and dtype
     # with it), an outside or constant one by shape and dtype, no gradient as None
     key = (op, wanted, *[None if t is None else v if (v := t._var) is not None else
@@ -48,6 +53,11 @@ def run_backward(node, outs: tuple, wanted: tuple) -> tuple:
         # apply() would do nothing but hand each op to the replayer: hand it directly
         return _replay(recipe, [*inputs, *outputs, *outs], rec.record)
     return _replay(recipe, [*inputs, *outputs, *outs])
+
+
+def _formatted(*groups) -> bool:
+    """Whether a tensor of the node carries a format mark (megtrace/formats.py)."""
+    return any(t is not None and t._format != "default" for group in groups for t in group)
 
 
 def _replay(recipe, slots: list, record=None) -> tuple:
