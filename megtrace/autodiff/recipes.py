@@ -13,8 +13,9 @@ still checks each one against the tape (a recipe that no longer fits fails as th
 would). The rule itself runs whenever a node's inputs differ in kind, a rule did more
 than apply ops and make constants (read a value, assign, draw random numbers), or
 something changes how ops are applied (autocast, or a format mark on one of the node's
-tensors). The contract this needs of a rule (every rule in megtrace/ops keeps it): it reads its tensors' shapes and dtypes,
-never their values, and makes constants from Python numbers and shapes only.
+tensors). The contract this needs of a rule (every rule in megtrace/ops keeps it): it
+reads its tensors' shapes and dtypes, never their values, and makes constants from
+Python numbers and shapes only.
 """
 from __future__ import annotations
 

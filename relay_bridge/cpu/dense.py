@@ -1,7 +1,8 @@
 """Dense / matmul with a constant weight: B packed as (N/nr, K, nr), register tile mr x nr.
 
-GEMM: an 8 x 32 tile is 16 zmm accumulators (AVX2: primfunc.gemm_tile); each k step loads two zmm of B and
-broadcasts 8 values of A (cpu-schedules.md: 98 % of peak; 48- or 96-wide tiles spill).
+GEMM: an 8 x 32 tile is 16 zmm accumulators (AVX2's tiles: primfunc.gemm_tile); each k
+step loads two zmm of B and broadcasts 8 values of A (cpu-schedules.md: 98 % of peak;
+48- or 96-wide tiles spill).
 GEMV (one row): reading B is the whole cost, so the rule only cuts N into chunks of
 `GEMV_NR` columns, one per parallel task, and streams K. cpu-schedules.md found 40
 columns best; on this VM (TVM 0.27, 2 threads) 64 is: 1x512x1000 in 12.3 us (83

@@ -1,9 +1,9 @@
 """Batched matmul of two runtime tensors (attention's q @ k^T and p @ v).
 
-The same register tile as dense.py (primfunc.gemm_tile). B cannot be packed at build time, so when
-its rows are not contiguous along N (transpose_b, or N not a multiple of the tile) the
-kernel first copies it to (batch, N/nr, K, nr), which costs K*N per batch against
-M*N*K multiply-adds. Leading axes broadcast as in megtrace's matmul.
+The same register tile as dense.py (primfunc.gemm_tile). B cannot be packed at build
+time, so when its rows are not contiguous along N (transpose_b, or N not a multiple of
+the tile) the kernel first copies it to (batch, N/nr, K, nr), which costs K*N per batch
+against M*N*K multiply-adds. Leading axes broadcast as in megtrace's matmul.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from .._tvm import tvm
 from .epilogue import Epilogue
 from .layout import ceil_div
 from .primfunc import gemm_tile, parallel_if, schedule_register_tile, scheduled_func
+
 
 @dataclass(frozen=True)
 class MatmulShape:

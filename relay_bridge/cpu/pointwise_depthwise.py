@@ -108,8 +108,8 @@ def tiling(shape: PairShape) -> Tiling | None:
     """Strip height and tile widths: the depthwise tile of 4 columns unless another
     wastes fewer (a 2-column tile ran the 56-wide layers at half the rate), the 1x1 tile
     width that covers the input row with the fewest extra columns (14 for MobileNet's
-    112/56/28-wide rows with AVX-512, 4 with AVX2: none), then the tallest strip whose expanded rows fit
-    STRIP_BYTES; None when nothing fits."""
+    112/56/28-wide rows with AVX-512, 4 with AVX2: none), then the tallest strip whose
+    expanded rows fit STRIP_BYTES; None when nothing fits."""
     s, w = shape.stride, shape.w
     dw_choices, choices = DW_REG_CHOICES[vector_lanes()], REG1_CHOICES[vector_lanes()]
     reg = min(dw_choices, key=lambda r: (ceil_div(shape.ow, r) * r - shape.ow,
