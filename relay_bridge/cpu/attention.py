@@ -82,10 +82,10 @@ def applies(shape: AttentionShape) -> bool:
                     for v in (shape.q, shape.k, shape.v)))
 
 
-def _tile(n: int) -> int:
-    """Register tile columns along t (scores) or dv (output): gemm_tile's, 16 where n
-    is not a whole number of them."""
-    nr = gemm_tile(8, n)[1]
+def _tile(s: int, n: int) -> int:
+    """Register tile columns along t (scores) or dv (output) for s query rows: gemm_tile's,
+    16 where n is not a whole number of them."""
+    nr = gemm_tile(s, n)[1]
     return nr if n % nr == 0 else 16
 
 
@@ -100,7 +100,7 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
     nb, batch = shape.nb, shape.batch
     mr = gemm_tile(s, max(tk, dv))[0]
     sp = ceil_div(s, mr) * mr
-    nr, nv = _tile(tk), _tile(dv)
+    nr, nv = _tile(s, tk), _tile(s, dv)
     bases = [te.placeholder((n,), "float32", name=f"base{i}") for i, n in enumerate(shape.bases)]
     vectors, _ = epilogue.placeholders((dv,), (nb, s, dv))
 

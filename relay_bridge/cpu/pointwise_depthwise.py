@@ -111,7 +111,8 @@ def tiling(shape: PairShape) -> Tiling | None:
     112/56/28-wide rows with AVX-512, 4 with AVX2: none), then the tallest strip whose
     expanded rows fit STRIP_BYTES; None when nothing fits."""
     s, w = shape.stride, shape.w
-    dw_choices, choices = DW_REG_CHOICES[vector_lanes()], REG1_CHOICES[vector_lanes()]
+    lanes = vector_lanes()
+    dw_choices, choices = DW_REG_CHOICES[lanes], REG1_CHOICES[lanes]
     reg = min(dw_choices, key=lambda r: (ceil_div(shape.ow, r) * r - shape.ow,
                                          dw_choices.index(r)))
     owp = ceil_div(shape.ow, reg) * reg

@@ -43,10 +43,11 @@ def vector_lanes() -> int:
 
 def gemm_tile(m: int, n: int) -> tuple[int, int]:
     """(rows, columns) of the packed-GEMM register tile (dense, matmul, attention) for an
-    m x n product on this host. AVX-512: 8 x 32, 16 of the 32 zmm as accumulators. AVX2
-    has 16 ymm: 8 x 32 would need 32 accumulators and spills (the encoder's 128 x 768 x
-    3072 at 22 GFLOP/s on a Zen 1 core whose peak is 38.4); 6 x 16 and 4 x 16 (12 or 8
-    ymm) run at 36-37.7 there. Of 6 and 4 rows, the one that pads m least (6 on a tie)."""
+    m x n product on the target being built (vector_lanes). AVX-512: 8 x 32, 16 of the 32
+    zmm as accumulators. AVX2 has 16 ymm: 8 x 32 would need 32 accumulators and spills
+    (the encoder's 128 x 768 x 3072 at 22 GFLOP/s on a Zen 1 core); 6 x 16 and 4 x 16 (12
+    or 8 ymm) ran at 36-37.7 there. Of 6 and 4 rows, the one that pads m least (6 on a
+    tie)."""
     if vector_lanes() == 16:
         return min(8, m), 32 if n >= 32 else 16
     return (m if m <= 6 else min((6, 4), key=lambda r: ceil_div(m, r) * r)), 16
