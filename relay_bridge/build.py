@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -59,21 +59,28 @@ class CompiledGraph:
         if main is None:
             state.vm = relax().VirtualMachine(self.executable, self._device)
             state.main = main = state.vm["main"]
-            state.staging = {}
         return main
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        main = self._main
+        return self.prepare(*arrays)()
+
+    def prepare(self, *arrays: np.ndarray) -> Callable[[], list[np.ndarray]]:
+        """The run on `arrays`, its inputs handed to TVM now: the returned function only
+        calls the VM (of the thread that calls it) and takes the outputs. A run started on
+        another thread (jit/overlap.py) then makes no TVM call before the VM's, each of
+        which would let the replaying thread take the GIL for its whole replay."""
         if self.target.kind.name != "llvm":
             t = tvm()
             args = [t.runtime.tensor(np.ascontiguousarray(_stored(a)), self._device)
                     for a in arrays]
-            return self._quantized([r.numpy() for r in main(*args)])
+            return lambda: self._quantized([r.numpy() for r in self._main(*args)])
         if self._donatable:     # the run may write over these: never the caller's arrays
             arrays = [_aligned_copy(_stored(np.asarray(a))) if i in self._donatable else a
                       for i, a in enumerate(arrays)]
         inputs = [self._host_tensor(i, a) for i, a in enumerate(arrays)]
-        result = main(*inputs)
+        return lambda: self._outputs(self._main(*inputs), inputs)
+
+    def _outputs(self, result: Any, inputs: list) -> list[np.ndarray]:
         # Outputs are taken through DLPack without a copy: the VM allocates every output
         # anew on each call (its memory plan covers intermediates only), so an array it
         # returned stays intact while held, and it is 64-byte aligned, so fed back as
@@ -97,7 +104,7 @@ class CompiledGraph:
         if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
             return tvm().runtime.tensor(array, self._device)
         if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
-            staging = self._per_thread.staging
+            staging = self._per_thread.__dict__.setdefault("staging", {})
             buf = staging.get(slot)
             if buf is None or buf.shape != array.shape or buf.dtype != array.dtype:
                 buf = _aligned_empty(array.shape, array.dtype)

@@ -1,12 +1,16 @@
 """The compiled run beside the replay (megtrace/jit/overlap.py): same results, the same
 MegEngine errors, the run's own errors still raised, and only where the graph's inputs
 are all known before the Python runs."""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 import megtrace as mge
 import megtrace.module as M
 from megtrace.jit import TraceError, overlap, trace
+from megtrace.relay_bridge._tvm import tvm
 
 
 @pytest.fixture
@@ -67,19 +71,23 @@ def test_a_module_replays_beside_the_run_with_new_inputs(starts, rng):
     assert len(starts) == 2
 
 
-def test_an_error_of_the_run_itself_is_raised(starts):
+def test_an_error_of_the_run_itself_is_raised(starts, monkeypatch):
     @trace(symbolic=True)
     def fn(x):
         return x * 2 + 1
 
     x = mge.tensor([1.0, 2.0])
     fn(x)
+    _, compiled = fn._last_entry.compiled
 
-    def broken(entry, feeds):
-        raise RuntimeError("kernel failed")
-    fn._run_entry = broken
+    def broken(*arrays):
+        def run():
+            raise RuntimeError("kernel failed")
+        return run
+    monkeypatch.setattr(compiled, "prepare", broken)
     with pytest.raises(RuntimeError, match="kernel failed"):
         fn(x)
+    assert len(starts) == 1
 
 
 def test_a_replay_that_feeds_other_values_drops_the_run_started_beside_it(starts):
@@ -122,11 +130,40 @@ def test_graphs_reading_outside_tensors_replay_first(starts):
 
 
 @pytest.mark.parametrize("value, threads, cores, want", [
-    ("1", "4", 4, True), ("0", "1", 4, False), ("", "1", 4, False),
-    ("auto", "1", 2, True), ("auto", "2", 2, False)])
+    ("1", "4", 4, True), ("0", "1", 4, False), ("", "1", 4, True), ("", "4", 4, False),
+    ("auto", "1", 2, True), ("auto", "2", 2, False), (None, "1", 2, True),
+    (None, "2", 2, False)])
 def test_when_it_is_wanted(monkeypatch, value, threads, cores, want):
     monkeypatch.setattr(overlap, "enabled", None)
-    monkeypatch.setenv(overlap.ENV, value)
+    if value is None:
+        monkeypatch.delenv(overlap.ENV, raising=False)
+    else:
+        monkeypatch.setenv(overlap.ENV, value)
     monkeypatch.setenv("TVM_NUM_THREADS", threads)
     monkeypatch.setattr(overlap, "_cores", lambda: cores)
     assert overlap.wanted() is want
+
+
+def test_the_run_hands_its_inputs_to_tvm_before_the_worker_starts(monkeypatch, rng):
+    """The worker's first TVM call must be the kernels' (each call releases the GIL, and
+    the replaying thread would then keep it for its whole replay): the inputs become TVM
+    tensors on the thread that prepares the run (CompiledGraph.prepare), and the run on
+    another thread only calls the VM."""
+    net = M.Linear(5, 3)
+    fn = trace(lambda x: net(x), symbolic=True, capture_as_const=True)
+    x = rng.standard_normal((2, 5)).astype(np.float32)
+    want = fn(mge.tensor(x)).numpy()
+    _, compiled = fn._last_entry.compiled
+    runtime, converted_on = tvm().runtime, []
+    real = runtime.from_dlpack
+
+    def from_dlpack(array):
+        converted_on.append(threading.get_ident())
+        return real(array)
+    monkeypatch.setattr(runtime, "from_dlpack", from_dlpack)
+    run = compiled.prepare(x)
+    assert converted_on == [threading.get_ident()]
+    with ThreadPoolExecutor(1) as pool:
+        (got,) = pool.submit(run).result()
+    assert converted_on == [threading.get_ident()]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

@@ -9,14 +9,17 @@ waits for it only where a value is needed: the Python checking costs no latency 
 core the kernels do not use. A replay that fails its checks raises as before; the run's
 results are then dropped, unread, and nothing was assigned.
 
-It pays only with a core the kernels leave free and a thread that wakes at once: on an
-idle machine with fewer kernel threads than cores the replay's Python then costs no
-latency. On a loaded machine the worker's hand-back waits for the scheduler (the
-shared 2-vCPU VM: +1.8 ms on MobileNetV2, slower than the sequential order; see
-bench/bench_replay.py), so it is opt-in: MEGTRACE_REPLAY_OVERLAP=1 always, "auto" when
-TVM's thread count (TVM_NUM_THREADS, which relay_bridge._tvm sets to all cores unless
-the user set it) is below the cores this process may use, unset or 0 never (the
-sequential order: Python, then the graph).
+It pays only with a core the kernels leave free: with fewer kernel threads than cores
+the replay's Python then costs no latency (MobileNetV2 b1, 1 kernel thread on a 2-vCPU
+AVX2 VM: a call 21.4 -> 19.3 ms, `without_host` 19.5; bench/bench_replay.py). With as
+many kernel threads as cores the Python takes a core from the kernels, so it is the
+default only then ("auto", also MEGTRACE_REPLAY_OVERLAP unset: TVM's thread count,
+TVM_NUM_THREADS, which relay_bridge._tvm sets to all cores unless the user set it, below
+the cores this process may use); MEGTRACE_REPLAY_OVERLAP=1 always, 0 never (the
+sequential order: Python, then the graph). Until the run handed its inputs to TVM
+before the worker started (CompiledGraph.prepare), the worker's first TVM call let the
+replaying thread take the GIL for its whole replay, so the run started only after it;
+that made the mode lose on loaded machines and kept it opt-in.
 """
 from __future__ import annotations
 
@@ -33,8 +36,8 @@ def wanted() -> bool:
     """Whether a replay should start the compiled run on a worker (see the module doc)."""
     global enabled
     if enabled is None:
-        given = os.environ.get(ENV, "0").strip().lower()
-        if given == "auto":
+        given = os.environ.get(ENV, "auto").strip().lower()
+        if given in ("auto", ""):
             enabled = _kernel_threads() < _cores()
         else:
             enabled = given in ("1", "true", "on", "yes")
@@ -69,11 +72,13 @@ class _Workers(threading.local):
 _workers = _Workers()
 
 
-def start(run: Callable[..., Any], *args: Any) -> Future:
-    """`run(*args)` on this thread's worker; the Future gives its result or raises its
+def start(run: Callable[[], Any]) -> Future:
+    """`run()` on this thread's worker; the Future gives its result or raises its
     error. Returns once the worker has started, so that the worker holds the GIL for
     the few Python lines before TVM takes over: otherwise it would wait for the GIL
-    until the replaying thread yields it (up to sys.getswitchinterval(), 5 ms)."""
+    until the replaying thread yields it (up to sys.getswitchinterval(), 5 ms). `run`
+    must make no other TVM call before its kernels' (each releases the GIL, and the
+    replaying thread would keep it for its whole replay: CompiledGraph.prepare)."""
     pool = _workers.pool
     if pool is None:
         pool = _workers.pool = ThreadPoolExecutor(1, thread_name_prefix="megtrace-replay")
@@ -81,7 +86,7 @@ def start(run: Callable[..., Any], *args: Any) -> Future:
 
     def job():
         started.set()
-        return run(*args)
+        return run()
     future = pool.submit(job)
     started.wait()
     return future

@@ -292,7 +292,7 @@ class trace:
         rep = Replayer(entry, self._run_entry, feeds)
         if not entry.externals and entry.compiled is not None and overlap.wanted():
             # every graph input is known now: run the graph while Python replays
-            rep.pending = overlap.start(self._run_entry, entry, feeds)
+            rep.pending = overlap.start(self._prepared_run(entry, feeds))
         given = dict(bindings)
         proxies = {name: _stand_in(rep.bind_input(var), given[name]) for name, var in entry.args}
         args = [_substitute(a, f"arg_{i}", proxies) for i, a in enumerate(args)]
@@ -334,6 +334,21 @@ class trace:
             _check_against_interpreter(graph, arrays, values)
             self._checked = True
         return dict(zip(entry.exec_outputs, values))
+
+    def _prepared_run(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]
+                      ) -> Callable[[], dict[Var, np.ndarray]]:
+        """`_run_entry(entry, feeds)` as a function to call on another thread
+        (overlap.py), its inputs handed to TVM here (CompiledGraph.prepare). A profiled
+        or checked run, or an interpreted graph, is `_run_entry` itself."""
+        graph, compiled = entry.compiled
+        prepare = getattr(compiled, "prepare", None)
+        if prepare is None or not graph.outputs or self._profiling or \
+                dispatch.profile_hook is not None or \
+                (self._opt_level < 0 and not self._checked):
+            return lambda: self._run_entry(entry, feeds)
+        run = prepare(*[feeds[v] for v in graph.inputs])
+        outputs = entry.exec_outputs
+        return lambda: dict(zip(outputs, run()))
 
     def _memory_plan(self, graph: Graph) -> Graph:
         """The graph with the recomputation sublinear_memory_config or dtr_config asks
