@@ -10,8 +10,8 @@
    and compiled graph (the flag is flipped between calls), timed alternately so that
    a shared machine's noise hits both; medians and the ratio. The replaying call is
    timed both ways megtrace/jit/overlap.py allows: the replay before the compiled run
-   (the default) and the compiled run on a worker beside the replay
-   (MEGTRACE_REPLAY_OVERLAP=1).
+   (MEGTRACE_REPLAY_OVERLAP=0) and the compiled run on a worker beside the replay
+   (=1; the default where TVM's threads leave a core free).
 3. per model: the replay's Python alone (the graph's results handed in), back to back
    and right after a compiled run: a default call runs it with caches the graph's
    weights have just flushed.
