@@ -104,7 +104,7 @@ def note_undumpable(reason: str) -> None:
 
 def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
-    if type(op) is str:
+    if isinstance(op, str):
         op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
     stack = _active.stack
     if stack and autocast is None and profile_hook is None and tape_hook is None and \
