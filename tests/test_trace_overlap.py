@@ -1,7 +1,10 @@
 """The compiled run beside the replay (megtrace/jit/overlap.py): same results, the same
 MegEngine errors, the run's own errors still raised, and only where the graph's inputs
 are all known before the Python runs."""
+import os
+import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -167,3 +170,33 @@ def test_the_run_hands_its_inputs_to_tvm_before_the_worker_starts(monkeypatch, r
         (got,) = pool.submit(run).result()
     assert converted_on == [threading.get_ident()]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_replays_beside_its_own_worker(starts):
+    """A child forked after a run beside the replay (a multiprocessing worker, a data
+    loader) has none of the parent's threads: it must start its own worker, not queue
+    the run on the parent's dead one and wait forever."""
+    @trace(symbolic=True)
+    def fn(x):
+        return x * 2 + 1
+
+    x = mge.tensor(np.array([1.0, 2.0], np.float32))
+    fn(x)
+    fn(x)
+    assert len(starts) == 1
+    pid = os.fork()
+    if pid == 0:                        # the child: exit 0 only with the right values
+        ok = np.array_equal(fn(x).numpy(), [3.0, 5.0])
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's replay did not finish in 60 s")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -72,6 +72,17 @@ class _Workers(threading.local):
 _workers = _Workers()
 
 
+def _forget_workers() -> None:
+    """In a forked child: the parent's worker threads do not exist there, and a pool
+    that believes its idle worker alive would queue the run forever."""
+    global _workers
+    _workers = _Workers()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
 def start(run: Callable[[], Any]) -> Future:
     """`run()` on this thread's worker; the Future gives its result or raises its
     error. Returns once the worker has started, so that the worker holds the GIL for
