@@ -18,6 +18,17 @@ __all__ = ["BuildOptions", "CompiledGraph", "InterpretedGraph", "compile_graph",
            "uses_cpu_rules"]
 
 
+class _ThreadState(threading.local):
+    """A thread's VM of a CompiledGraph (made on its first run there) and the aligned
+    staging buffers of the inputs this thread hands to TVM (prepare may run on another
+    thread than the VM's)."""
+
+    def __init__(self):
+        self.vm: Any = None
+        self.main: Any = None
+        self.staging: dict[int, np.ndarray] = {}
+
+
 @dataclass
 class CompiledGraph:
     """A graph compiled by TVM: call it with NumPy arrays, get a list of NumPy arrays.
@@ -41,7 +52,7 @@ class CompiledGraph:
     def __post_init__(self):
         kind = self.target.kind.name
         self._device = tvm().cpu(0) if kind == "llvm" else tvm().device(kind, 0)
-        self._per_thread = threading.local()
+        self._per_thread = _ThreadState()
         # outputs of MegEngine's quantized dtypes: the kernels give their stored integers
         self._quantized_outputs = [(i, v.type.np_dtype) for i, v in enumerate(self.graph.outputs)
                                    if v.type.quant is not None]
@@ -55,7 +66,7 @@ class CompiledGraph:
     def _main(self):
         """This thread's VM entry function (created on the thread's first call)."""
         state = self._per_thread
-        main = getattr(state, "main", None)
+        main = state.main
         if main is None:
             state.vm = relax().VirtualMachine(self.executable, self._device)
             state.main = main = state.vm["main"]
@@ -104,7 +115,7 @@ class CompiledGraph:
         if array.size == 0:     # NumPy gives empty arrays unaligned data pointers
             return tvm().runtime.tensor(array, self._device)
         if not (array.flags.c_contiguous and array.ctypes.data % 64 == 0):
-            staging = self._per_thread.__dict__.setdefault("staging", {})
+            staging = self._per_thread.staging
             buf = staging.get(slot)
             if buf is None or buf.shape != array.shape or buf.dtype != array.dtype:
                 buf = _aligned_empty(array.shape, array.dtype)
