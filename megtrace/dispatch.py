@@ -106,20 +106,6 @@ def apply(op: OpDef | str, *inputs: "Tensor", **params: Any):
     """Apply an operator to tensors; returns a Tensor, or a tuple for multi-output ops."""
     if isinstance(op, str):
         op = _ops_by_name.get(op) or get(op)      # get() raises for unknown names
-    stack = _active.stack
-    if stack and autocast is None and profile_hook is None and tape_hook is None and \
-            apply_log is None and not formats.in_use:
-        # a trace records with no hook to tell (every op of a replay, issue 11)
-        rec = stack[-1]
-        if rec is not None:
-            outs = rec.record(op, inputs, params)
-            return outs[0] if len(outs) == 1 else outs
-    return _apply(op, inputs, params)
-
-
-def _apply(op: OpDef, inputs: tuple, params: dict):
-    """`apply` with its hooks (autocast, profiler, gradient tape, recipe log, formats),
-    and eagerly."""
     if autocast is not None:
         inputs, params = autocast(op, inputs, params)
     prof = profile_hook

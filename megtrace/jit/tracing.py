@@ -314,10 +314,31 @@ class trace:
                     target = self._target if self._target is not None else entry.target
                     entry.compiled = (graph, compile_graph(graph, target,
                                                            options=self._run_options()))
+        return self._prepared_run(entry, feeds)()
+
+    def _prepared_run(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]
+                      ) -> Callable[[], dict[Var, np.ndarray]]:
+        """The run of the built graph on `feeds`, as a function giving values by Var. A
+        plain run hands its inputs to TVM here (CompiledGraph.prepare), so that called on
+        another thread (overlap.py) it makes no TVM call before the VM's; a profiled or
+        checked run does all its work when called."""
         graph, compiled = entry.compiled
         if not graph.outputs:
-            return {}
+            return lambda: {}
         arrays = [feeds[v] for v in graph.inputs]
+        if self._profiling or dispatch.profile_hook is not None or \
+                (self._opt_level < 0 and not self._checked):
+            run = functools.partial(self._observed_run, graph, compiled, arrays)
+        elif hasattr(compiled, "prepare"):
+            run = compiled.prepare(*arrays)
+        else:                               # an InterpretedGraph
+            run = functools.partial(compiled, *arrays)
+        outputs = entry.exec_outputs
+        return lambda: dict(zip(outputs, run()))
+
+    def _observed_run(self, graph: Graph, compiled, arrays: list[np.ndarray]) -> list:
+        """A run the profiler times (`profiling=True` or megtrace.utils.profiler), or the
+        first one at opt_level < 0, checked against megtrace's NumPy interpreter."""
         prof = dispatch.profile_hook
         if self._profiling or prof is not None:
             # lazy: relay_bridge is the TVM layer, loaded on first build (not a cycle)
@@ -333,22 +354,7 @@ class trace:
         if self._opt_level < 0 and not self._checked:
             _check_against_interpreter(graph, arrays, values)
             self._checked = True
-        return dict(zip(entry.exec_outputs, values))
-
-    def _prepared_run(self, entry: TraceEntry, feeds: dict[Var, np.ndarray]
-                      ) -> Callable[[], dict[Var, np.ndarray]]:
-        """`_run_entry(entry, feeds)` as a function to call on another thread
-        (overlap.py), its inputs handed to TVM here (CompiledGraph.prepare). A profiled
-        or checked run, or an interpreted graph, is `_run_entry` itself."""
-        graph, compiled = entry.compiled
-        prepare = getattr(compiled, "prepare", None)
-        if prepare is None or not graph.outputs or self._profiling or \
-                dispatch.profile_hook is not None or \
-                (self._opt_level < 0 and not self._checked):
-            return lambda: self._run_entry(entry, feeds)
-        run = prepare(*[feeds[v] for v in graph.inputs])
-        outputs = entry.exec_outputs
-        return lambda: dict(zip(outputs, run()))
+        return values
 
     def _memory_plan(self, graph: Graph) -> Graph:
         """The graph with the recomputation sublinear_memory_config or dtr_config asks
