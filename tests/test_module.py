@@ -119,3 +119,19 @@ def test_pickled_tensors_name_megengine_classes(tmp_path):
     back = mge.load(tmp_path / "t.pkl")
     assert type(back["w"]) is mge.Tensor and type(back["p"]) is mge.Parameter
     assert np.array_equal(back["w"].numpy(), obj["w"].numpy()) and back["step"] == 3
+
+
+def test_module_call_passes_any_keyword_and_input_count_to_forward():
+    """Module.__call__'s one-input shortcut must not take a forward parameter's name
+    (its own first parameter is positional-only), and calls with none, several or
+    keyword inputs reach forward unchanged."""
+    class Net(M.Module):
+        def forward(self, x=None, first=0, *rest, **extra):
+            return x, first, rest, extra
+
+    net = Net()
+    assert net(1) == (1, 0, (), {})
+    assert net() == (None, 0, (), {})
+    assert net(1, first=2) == (1, 2, (), {})
+    assert net(1, 2, 3, rest=4) == (1, 2, (3,), {"rest": 4})
+    assert net(x=5) == (5, 0, (), {})
