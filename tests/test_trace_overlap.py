@@ -155,7 +155,8 @@ def test_the_run_hands_its_inputs_to_tvm_before_the_worker_starts(monkeypatch, r
     net = M.Linear(5, 3)
     fn = trace(lambda x: net(x), symbolic=True, capture_as_const=True)
     x = rng.standard_normal((2, 5)).astype(np.float32)
-    want = fn(mge.tensor(x)).numpy()
+    fn(mge.tensor(x))
+    want = x @ net.weight.numpy().T + net.bias.numpy()      # NumPy's Linear
     _, compiled = fn._last_entry.compiled
     runtime, converted_on = tvm().runtime, []
     real = runtime.from_dlpack
@@ -169,7 +170,7 @@ def test_the_run_hands_its_inputs_to_tvm_before_the_worker_starts(monkeypatch, r
     with ThreadPoolExecutor(1) as pool:
         (got,) = pool.submit(run).result()
     assert converted_on == [threading.get_ident()]
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
