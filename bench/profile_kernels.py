@@ -6,7 +6,15 @@
 Builds the model as bench_models.py does (trace(symbolic=True, capture_as_const=True)),
 runs its compiled graph through relay_bridge.profile.profile_run `--runs` times and
 prints, per kernel name, the median (or min) over runs of its summed time in one run,
-its share of the total and how often it is called. On a loaded machine use
+its share of the total and how often it is called; for the CPU rules' kernels also the
+rate of useful work (the op's own flops, primfunc.mark: padding not counted, Winograd
+credited with the direct count) and its share of this host's FMA peak, measured in the
+same process (bench/fma_peak.py, times the TVM threads with --clock wall), and "work":
+the arithmetic the kernel does as scheduled (TVM's TIR estimate: padded tile columns
+and channels, the epilogue, Winograd's transforms) per useful flop ("-" where TVM
+cannot estimate it: kernels with let-bound fast-math). So a kernel below the goal
+says whether it runs slowly (low %peak) or does more than the op needs (work > 1).
+On a loaded machine use
 TVM_NUM_THREADS=1 --clock cpu (process CPU time). `--train IMAGE` profiles
 bench_training.py's traced ResNet-18 training step instead (batch --batch, default 32;
 IMAGE x IMAGE inputs), run on the parameters and optimizer state of its third call.
@@ -23,6 +31,29 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
+
+
+def kernel_flops(compiled) -> dict[str, tuple[int, float | None]]:
+    """{rule kernel name: (useful flops per call, TIR-estimated flops or None)}, from
+    lowering the compiled graph again (the same names: the lowering is deterministic)."""
+    from megtrace.relay_bridge._tvm import tvm
+    from megtrace.relay_bridge.cpu.primfunc import FLOPS_ATTR
+    from megtrace.relay_bridge.pipelines import lower_graph
+    t = tvm()
+    estimate = t.s_tir.analysis.estimate_tir_flops
+    out: dict[str, tuple[int, float | None]] = {}
+
+    def on_kernel(name: str, func) -> None:
+        useful = func.attrs.get(FLOPS_ATTR) if func.attrs is not None else None
+        if useful is None:
+            return
+        try:
+            work = float(estimate(t.IRModule({"main": func})))
+        except Exception:            # noqa: BLE001 (TVM: "no default for prim.Let")
+            work = None
+        out[name] = (int(useful), work)
+    lower_graph(compiled.graph, compiled.target, "rules", on_kernel=on_kernel)
+    return out
 
 
 def kernel_times(report: dict) -> dict[str, tuple[float, int]]:
@@ -110,10 +141,29 @@ def main() -> None:
     stat = statistics.median if args.stat == "median" else min
     med = {n: stat(r[n][0] for r in runs) for n in names}
     total = sum(med.values())
+    flops = kernel_flops(compiled)
+    from fma_peak import fma_peak_gflops
+    from megtrace.relay_bridge._tvm import tvm
+    threads = tvm().runtime.num_threads()
+    # CPU time sums the threads: its rate is per thread
+    peak = fma_peak_gflops() * (threads if args.clock == "wall" else 1)
+    useful = sum(flops[n][0] * runs[0][n][1] for n in names if n in flops)
     print(f"{args.model} b{args.batch}: sum of per-kernel {args.stat}s {total:.3f} ms "
-          f"({args.runs} runs)")
+          f"({args.runs} runs); rule kernels' useful work {useful / 1e9:.3f} GFLOP, "
+          f"{useful / total / 1e6:.1f} GFLOP/s over all kernels = "
+          f"{100 * useful / total / 1e6 / peak:.0f}% of the FMA peak "
+          f"({peak:.1f} GFLOP/s: {threads} TVM threads, {args.clock} clock)")
+    print(f"{'ms':>8s} {'share':>6s} {'calls':5s} {'GFLOP/s':>8s} {'%peak':>5s} {'work':>5s}  kernel")
     for n in sorted(names, key=lambda k: -med[k])[:args.top]:
-        print(f"{med[n]:8.3f} ms {100 * med[n] / total:5.1f}%  x{runs[0][n][1]:<3d} {n}")
+        calls = runs[0][n][1]
+        rate = peak_share = work = "-"
+        if n in flops:
+            f, est = flops[n]
+            gflops = f * calls / med[n] / 1e6
+            rate, peak_share = f"{gflops:.1f}", f"{100 * gflops / peak:.0f}"
+            work = "-" if est is None else f"{est / f:.2f}"
+        print(f"{med[n]:8.3f} {100 * med[n] / total:5.1f}% x{calls:<4d} {rate:>8s} "
+              f"{peak_share:>5s} {work:>5s}  {n}")
 
 
 if __name__ == "__main__":

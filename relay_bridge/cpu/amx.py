@@ -363,4 +363,5 @@ def dense_amx(shape: AmxShape, epilogue: Epilogue | None = None, emulate: bool =
         parallel_if(sch, sch.fuse(r, q), shape.flops // 2)
         sch.vectorize(j)
 
-    return scheduled_func([a, b, cfg, *vectors, *tensors, out], schedule, "dense_amx")
+    return scheduled_func([a, b, cfg, *vectors, *tensors, out], schedule, "dense_amx",
+                          shape.flops)

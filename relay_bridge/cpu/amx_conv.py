@@ -192,7 +192,8 @@ def conv2d_amx(conv: ConvShape, epilogue: Epilogue | None = None, emulate: bool 
         parallel_if(sch, sch.fuse(n, k, y), work)
         sch.vectorize(ko)
 
-    return scheduled_func([x, w, cfg, *vectors, *tensors, out], schedule, "conv_amx")
+    return scheduled_func([x, w, cfg, *vectors, *tensors, out], schedule, "conv_amx",
+                          conv.flops)
 
 
 

@@ -195,7 +195,7 @@ def attention(shape: AttentionShape, scores: Epilogue, epilogue: Epilogue | None
         sch.compute_at(p, bb)
         sch.vectorize(sch.get_loops(p)[-1])
 
-    func = scheduled_func([*bases, *vectors, out], schedule, "attention")
+    func = scheduled_func([*bases, *vectors, out], schedule, "attention", shape.flops)
     return _prefetch_next_head(func, shape, unravel, mr) if nb > 1 else func
 
 

@@ -8,7 +8,7 @@ happen in one "pad" stage inside the kernel; the epilogue runs on the register t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._tvm import tvm
@@ -157,6 +157,26 @@ def stacked_tile(shape: ConvShape, reg: int, kb: int) -> tuple[int, int]:
     return rows, most(shape.n, reg * kb * rows)
 
 
+def padded_columns(shape: ConvShape, lanes: int) -> int:
+    """Output positions the conv's register tiles compute (rows x tile-widened columns)."""
+    reg = tile_width(shape.ow, *tile_range(shape, lanes))
+    return shape.oh * ceil_div(shape.ow, reg) * reg
+
+
+def flattened(shape: ConvShape, lanes: int) -> ConvShape | None:
+    """A 1x1, stride-1, unpadded conv on an NCHW16c input as one row of h*w pixels (its
+    input and output reshaped: NCHW16c keeps a map's pixels contiguous, so both are
+    views), when that row pads fewer tile columns than the map's rows do; else None.
+    With AVX2's 4-6 column tiles a 7-wide row takes 8 columns (MobileNetV2's 7x7 layers:
+    14% more FMAs than the conv has), the 49-pixel row 50; 14-wide rows take 15, 196
+    pixels 196."""
+    if (shape.kh, shape.kw, shape.stride, shape.padding) != (1, 1, (1, 1), (0, 0)) \
+            or not shape.blocked_input or shape.taps is not None or shape.h == 1:
+        return None
+    flat = replace(shape, h=1, w=shape.h * shape.w)
+    return flat if padded_columns(flat, lanes) < padded_columns(shape, lanes) else None
+
+
 def padded_input(x, shape: ConvShape, rows: int, cols: int, icb: int, nchw: bool):
     """Zero-padded (and, from NCHW, packed) input of `rows` x `cols` pixels per block, or
     None when the kernel can read `x` as it is."""
@@ -221,7 +241,8 @@ def conv2d_nchwc(shape: ConvShape, epilogue: Epilogue | None = None):
         _schedule_tile(sch, "conv", reg, shape.flops // 2, kb, ko_outer, shape.blocked_input,
                        tile_rows, images)
 
-    func = scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c")
+    func = scheduled_func([x, wt, *vectors, *tensors, out], schedule, "conv2d_nchw16c",
+                          shape.flops)
     if weight_prefetch.worth_it(shape.weight_shape, kb, ko_outer):
         func = weight_prefetch.prefetch_next_tile(
             func, shape.weight_shape, kb, (shape.n // images) * (shape.oh // tile_rows),

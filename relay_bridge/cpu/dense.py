@@ -79,4 +79,5 @@ def dense_packed(shape: DenseShape, epilogue: Epilogue | None = None):
         i, j, kk = sch.get_loops(blk)
         schedule_register_tile(sch, blk, [], i, j, kk, mr, nr, ku, shape.flops)
 
-    return scheduled_func([a, b, *vectors, *tensors, out], schedule, "dense_packed")
+    return scheduled_func([a, b, *vectors, *tensors, out], schedule, "dense_packed",
+                          shape.flops)

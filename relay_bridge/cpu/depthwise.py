@@ -96,4 +96,5 @@ def depthwise_nchwc(shape: DepthwiseShape, epilogue: Epilogue | None = None):
         vectorize_inner(sch, init, par if owp // reg <= UNROLLED_ROW_TILES else zo)
         vectorize_inner(sch, o, zo)
 
-    return scheduled_func([x, wt, *vectors, *tensors, out], schedule, "depthwise_nchw16c")
+    return scheduled_func([x, wt, *vectors, *tensors, out], schedule, "depthwise_nchw16c",
+                          shape.flops)

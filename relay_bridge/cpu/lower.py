@@ -24,7 +24,7 @@ from megtrace.ir import Graph, Node, TensorType, Var
 from .._tvm import relax, tvm
 from ..lower import _safe_names, emit_node
 from . import layout as L
-from .conv import ConvShape, conv2d_nchwc
+from .conv import ConvShape, conv2d_nchwc, flattened
 from .dense import DenseShape, dense_packed
 from .depthwise import DepthwiseShape, depthwise_nchwc
 from .matmul import MatmulShape, batch_matmul
@@ -33,7 +33,7 @@ from .plan import F32, AttentionMatch, Group, elementwise_steps, find_attention,
 from .pointwise_depthwise import PairShape, applies as pair_applies, expand_depthwise
 from .pool import POOL_MODES, REDUCE_MODES, pool_nchwc, spatial_reduce_nchwc
 from .pool_grad import MaxPoolGrad, find_max_pool_grads, max_pool_grad_nchwc
-from .primfunc import plain_func
+from .primfunc import plain_func, vector_lanes
 from . import amx as amx_rule, amx_conv, attention as att, huge_pages, winograd
 from .views import trace_view
 
@@ -273,9 +273,13 @@ class _CpuLowering:
                 else:
                     weights = [self._winograd_weight(w, shape)]
             elif w in consts:
-                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
                 weights = [self._const(("conv", w, shape.icb), lambda: self.weights.constant(
                     L.pack_conv_weight(consts[w], shape.icb)))]
+                flat = flattened(shape, vector_lanes())
+                if flat is not None:
+                    self._flat_conv(group, flat, shape, weights)
+                    return None
+                func = self._kernel(conv2d_nchwc, shape, group.epilogue)
             elif w in self.tap_windows:
                 whole, offset = self.tap_windows[w]
                 shape = replace(shape, taps=tuple(whole.type.shape[2:]), tap_offset=offset)
@@ -300,6 +304,21 @@ class _CpuLowering:
         args = [xin, *weights, *self._epilogue_args(group.epilogue, blocked=True)]
         self.blocked[group.out] = self._call(func, args, shape.out_shape, rule or group.kind)
         return rule
+
+    def _flat_conv(self, group: Group, flat: ConvShape, shape: ConvShape, weights: list
+                   ) -> None:
+        """The 1x1 conv `shape` computed as `flat` (conv.flattened): its blocked input and
+        epilogue tensors reshaped to one row of pixels, its output back to the map."""
+        rx = self.rx
+        func = self._kernel(conv2d_nchwc, flat, group.epilogue)
+        epilogue = self._epilogue_args(group.epilogue, blocked=True)
+        vectors = len(group.epilogue.vectors())
+        args = [self.bb.emit(rx.op.reshape(self.blocked[group.anchor.inputs[0]],
+                                           flat.in_shape)),
+                *weights, *epilogue[:vectors],
+                *(self.bb.emit(rx.op.reshape(t, flat.out_shape)) for t in epilogue[vectors:])]
+        out = self._call(func, args, flat.out_shape, group.kind)
+        self.blocked[group.out] = self.bb.emit(rx.op.reshape(out, shape.out_shape))
 
     def _packed_weight(self, w: Var, shape: ConvShape, icb: int | None = None):
         """A runtime conv weight packed for `shape` (with `icb` input channels per block:

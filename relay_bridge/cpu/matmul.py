@@ -118,7 +118,8 @@ def batch_matmul(shape: MatmulShape, epilogue: Epilogue | None = None):
         batch, (i, j, kk) = loops[:-3], loops[-3:]
         schedule_register_tile(sch, blk, list(batch), i, j, kk, mr, nr, ku, shape.flops)
 
-    return scheduled_func([a, b, *vectors, *tensors, out], schedule, "batch_matmul")
+    return scheduled_func([a, b, *vectors, *tensors, out], schedule, "batch_matmul",
+                          shape.flops)
 
 
 def _b_own(b, shape: MatmulShape, i: tuple, nr: int, n: int):

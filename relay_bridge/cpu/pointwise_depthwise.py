@@ -229,4 +229,5 @@ def expand_depthwise(shape: PairShape, first: Epilogue | None = None,
         sch.vectorize(mk)
         sch.unroll(c_i)
 
-    return scheduled_func([x, w1, *v1, wd, *v2, out], schedule, "expand_depthwise_nchw16c")
+    return scheduled_func([x, w1, *v1, wd, *v2, out], schedule,
+                          "expand_depthwise_nchw16c", 2 * shape.macs)

@@ -2,7 +2,8 @@
 
 A rule's PrimFunc is marked opaque (op_pattern 8) so that FuseOps/FuseTIR never merge it
 with its neighbours (which would throw the schedule away), and "tirx.is_scheduled" so that
-the generic rule skips it.
+the generic rule skips it. "megtrace.flops" carries the useful work of one call, for
+bench/profile_kernels.py's per-kernel GFLOP/s and share of the FMA peak.
 """
 from __future__ import annotations
 
@@ -59,19 +60,29 @@ def parallel_if(sch: Any, loop: Any, macs: int) -> None:
         sch.parallel(loop)
 
 
-def scheduled_func(tensors: Sequence[Any], schedule: Callable[[Any], None], rule: str):
+FLOPS_ATTR = "megtrace.flops"
+
+
+def scheduled_func(tensors: Sequence[Any], schedule: Callable[[Any], None], rule: str,
+                   flops: int = 0):
     """`tensors`: inputs then the output te.Tensor; `schedule(sch)` transforms the
-    s_tir.Schedule of their PrimFunc in place."""
+    s_tir.Schedule of their PrimFunc in place; `flops`: see `mark`."""
     t = tvm()
     sch = t.s_tir.Schedule(t.te.create_prim_func(list(tensors)))
     schedule(sch)
-    return mark(sch.mod["main"], rule)
+    return mark(sch.mod["main"], rule, flops)
 
 
-def mark(func, rule: str):
+def mark(func, rule: str, flops: int = 0):
+    """`func` as a rule's kernel; `flops`: the floating-point operations of the op it
+    computes (2 per multiply-add, as a direct conv or GEMM would do them: padded tile
+    columns and channels not counted, Winograd credited with the direct count), 0 where
+    a rule has no such count (pooling)."""
     func = func.without_attr("global_symbol")
-    for key, value in (("op_pattern", OPAQUE), ("tirx.is_scheduled", True),
-                       ("megtrace.rule", rule)):
+    attrs = [("op_pattern", OPAQUE), ("tirx.is_scheduled", True), ("megtrace.rule", rule)]
+    if flops:
+        attrs.append((FLOPS_ATTR, tvm().tirx.IntImm("int64", int(flops))))
+    for key, value in attrs:
         func = func.with_attr(key, value)
     return func
 

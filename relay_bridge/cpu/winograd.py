@@ -325,7 +325,8 @@ def winograd_conv2d(conv: ConvShape, epilogue: Epilogue | None = None):
         _schedule_gemm(sch, mr, shape.channel_blocks, work)
         _schedule_output(sch, work)
 
-    return scheduled_func([x, u, *vectors, *tensors, out], schedule, "winograd_nchw16c")
+    return scheduled_func([x, u, *vectors, *tensors, out], schedule, "winograd_nchw16c",
+                          conv.flops)
 
 
 def _schedule_input(sch, work: int) -> None:

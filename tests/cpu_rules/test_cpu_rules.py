@@ -126,6 +126,48 @@ def test_stacked_tile_with_residual_epilogue_and_prefetch(rng):
     check(cg(x)[0], np.maximum(conv_ref(r, w2, padding=(1, 1)) + r, 0))
 
 
+def test_pointwise_convs_on_short_rows_run_as_one_row_of_pixels():
+    """conv.flattened: a 1x1, stride-1, unpadded conv on a blocked input becomes one row
+    of h*w pixels only where that pads fewer tile columns (AVX2's 4-6 column tiles on
+    MobileNetV2's 7- and 14-wide rows); never a strided, padded, wider or plain-input one."""
+    from megtrace.relay_bridge.cpu.conv import ConvShape, flattened, padded_columns
+    late = ConvShape(1, 160, 7, 7, 960, 1, 1)
+    flat = flattened(late, 8)
+    assert (flat.h, flat.w, flat.oh, flat.ow) == (1, 49, 1, 49)
+    assert (padded_columns(late, 8), padded_columns(flat, 8)) == (56, 50)
+    assert flat.flops == late.flops and flat.out_shape[-3:-1] == (1, 49)
+    assert flattened(ConvShape(1, 96, 14, 14, 576, 1, 1), 8).w == 196       # 210 -> 196
+    assert flattened(ConvShape(1, 24, 56, 56, 144, 1, 1), 8) is None        # 56 = 14 x 4
+    assert flattened(late, 16) is None          # AVX-512: 7 columns, one tile, no padding
+    assert flattened(ConvShape(1, 160, 7, 7, 960, 3, 3, padding=(1, 1)), 8) is None
+    assert flattened(ConvShape(1, 160, 14, 14, 960, 1, 1, stride=(2, 2)), 8) is None
+    assert flattened(ConvShape(1, 160, 7, 7, 960, 1, 1, padding=(1, 1)), 8) is None
+    assert flattened(ConvShape(1, 3, 7, 7, 960, 1, 1, blocked_input=False), 8) is None
+
+
+@pytest.mark.parametrize("lanes", [8, 16], ids=["avx2_tiles", "avx512_tiles"])
+def test_flattened_pointwise_conv_keeps_its_epilogue_and_layout(lanes, rng, monkeypatch):
+    """A 1x1 conv on a 7x7 map with a bias, a residual add of its blocked input and a
+    ReLU in the epilogue, at batch 2: with AVX2 tiles it runs as a 49-pixel row (input,
+    residual and output reshaped), with AVX-512 ones on the map's rows; the same values."""
+    from megtrace.relay_bridge.cpu import conv, lower
+    monkeypatch.setattr(conv, "vector_lanes", lambda: lanes)
+    made = []
+    monkeypatch.setattr(lower, "vector_lanes", lambda: lanes)
+    monkeypatch.setattr(lower, "flattened",
+                        lambda shape, ln: made.append(conv.flattened(shape, ln)) or made[-1])
+    x, w0 = f32(rng, 2, 3, 7, 7), f32(rng, 40, 3, 1, 1)
+    w1, b1 = f32(rng, 40, 40, 1, 1), f32(rng, 1, 40, 1, 1)
+    b = G()
+    y = b.op("relu", b.op("conv2d", b.input(x), b.const(w0)))       # blocked from here on
+    out = b.op("relu", b.op("add", b.op("add", b.op("conv2d", y, b.const(w1)), b.const(b1)), y))
+    cg = b.compile(out)
+    assert cg.rules == ["conv", "conv"]
+    assert [m is not None for m in made] == [False, lanes == 8]
+    r = np.maximum(conv_ref(x, w0), 0)
+    check(cg(x)[0], np.maximum(conv_ref(r, w1) + b1 + r, 0))
+
+
 @pytest.mark.parametrize("n,c,h,w,oc,k,s,p", CONVS, ids=[f"{c[1]}to{c[4]}k{c[5]}s{c[6]}"
                                                            for c in CONVS])
 def test_conv_rule_matches_reference(n, c, h, w, oc, k, s, p, rng):
@@ -238,6 +280,31 @@ def test_inference_batch_norm_scale_is_in_the_conv_weights(rng):
         return (r - mean) / np.sqrt(var + 1e-5) * gamma + beta
     r = np.clip(ref_bn(conv_ref(x, w, padding=(1, 1)), 0), 0, 6)
     check(cg(x)[0], ref_bn(conv_ref(r, dw, padding=(1, 1)), 1))
+
+
+def test_rule_kernels_carry_the_useful_flops_of_their_op(rng):
+    """primfunc.mark's "megtrace.flops" (bench/profile_kernels.py's GFLOP/s): 2 per
+    multiply-add of the op as written, not of the padded tiles (20 channels in two
+    blocks of 16, 9 columns in tiles of 4-16) nor of a fused pair's two halves apart."""
+    from megtrace.relay_bridge.cpu.primfunc import FLOPS_ATTR
+    from megtrace.relay_bridge.pipelines import lower_graph
+    from megtrace.relay_bridge.targets import resolve
+    x, w = f32(rng, 2, 20, 9, 9), f32(rng, 33, 20, 3, 3)
+    dw, a, m = f32(rng, 33, 1, 1, 3, 3), f32(rng, 5, 70), f32(rng, 70, 21)
+    b = G()
+    y = b.op("conv2d", b.op("conv2d", b.input(x), b.const(w), padding=(1, 1)), b.const(dw),
+             stride=(2, 2), padding=(1, 1))
+    z = b.op("matmul", b.input(a, "a"), b.const(m))
+    b.g.set_outputs([y, z], ["y", "z"])
+    flops = {}
+
+    def on_kernel(name, func):           # packs and unpacks are no rule's kernels
+        if func.attrs is not None and "megtrace.rule" in func.attrs:
+            flops[str(func.attrs["megtrace.rule"])] = int(func.attrs[FLOPS_ATTR])
+    lower_graph(b.g, resolve(None), "rules", on_kernel=on_kernel)
+    assert flops == {"conv2d_nchw16c": 2 * 2 * 33 * 20 * 3 * 3 * 9 * 9,
+                     "depthwise_nchw16c": 2 * 2 * 33 * 9 * 5 * 5,
+                     "dense_packed": 2 * 5 * 70 * 21}
 
 
 def test_value_with_two_users_stays_blocked(rng):
