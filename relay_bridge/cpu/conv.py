@@ -164,14 +164,13 @@ def padded_columns(shape: ConvShape, lanes: int) -> int:
 
 
 def flattened(shape: ConvShape, lanes: int) -> ConvShape | None:
-    """A 1x1, stride-1, unpadded conv on an NCHW16c input as one row of h*w pixels (its
-    input and output reshaped: NCHW16c keeps a map's pixels contiguous, so both are
-    views), when that row pads fewer tile columns than the map's rows do; else None.
-    With AVX2's 4-6 column tiles a 7-wide row takes 8 columns (MobileNetV2's 7x7 layers:
-    14% more FMAs than the conv has), the 49-pixel row 50; 14-wide rows take 15, 196
-    pixels 196."""
+    """A 1x1, stride-1, unpadded conv as one row of h*w pixels (its input and output
+    reshaped: NCHW16c and NCHW keep a map's pixels contiguous, so both are views), when
+    that row pads fewer tile columns than the map's rows do; else None. With AVX2's 4-6
+    column tiles a 7-wide row takes 8 columns (MobileNetV2's 7x7 layers: 14% more FMAs
+    than the conv has), the 49-pixel row 50; 14-wide rows take 15, 196 pixels 196."""
     if (shape.kh, shape.kw, shape.stride, shape.padding) != (1, 1, (1, 1), (0, 0)) \
-            or not shape.blocked_input or shape.taps is not None or shape.h == 1:
+            or shape.taps is not None or shape.h == 1:
         return None
     flat = replace(shape, h=1, w=shape.h * shape.w)
     return flat if padded_columns(flat, lanes) < padded_columns(shape, lanes) else None

@@ -307,14 +307,14 @@ class _CpuLowering:
 
     def _flat_conv(self, group: Group, flat: ConvShape, shape: ConvShape, weights: list
                    ) -> None:
-        """The 1x1 conv `shape` computed as `flat` (conv.flattened): its blocked input and
+        """The 1x1 conv `shape` computed as `flat` (conv.flattened): its input and
         epilogue tensors reshaped to one row of pixels, its output back to the map."""
-        rx = self.rx
+        rx, x = self.rx, group.anchor.inputs[0]
         func = self._kernel(conv2d_nchwc, flat, group.epilogue)
         epilogue = self._epilogue_args(group.epilogue, blocked=True)
         vectors = len(group.epilogue.vectors())
-        args = [self.bb.emit(rx.op.reshape(self.blocked[group.anchor.inputs[0]],
-                                           flat.in_shape)),
+        xin = self.blocked[x] if shape.blocked_input else self.get_plain(x)
+        args = [self.bb.emit(rx.op.reshape(xin, flat.in_shape)),
                 *weights, *epilogue[:vectors],
                 *(self.bb.emit(rx.op.reshape(t, flat.out_shape)) for t in epilogue[vectors:])]
         out = self._call(func, args, flat.out_shape, group.kind)

@@ -127,9 +127,9 @@ def test_stacked_tile_with_residual_epilogue_and_prefetch(rng):
 
 
 def test_pointwise_convs_on_short_rows_run_as_one_row_of_pixels():
-    """conv.flattened: a 1x1, stride-1, unpadded conv on a blocked input becomes one row
+    """conv.flattened: a 1x1, stride-1, unpadded conv (blocked or plain input) becomes one row
     of h*w pixels only where that pads fewer tile columns (AVX2's 4-6 column tiles on
-    MobileNetV2's 7- and 14-wide rows); never a strided, padded, wider or plain-input one."""
+    MobileNetV2's 7- and 14-wide rows); never a strided, padded or wider one."""
     from megtrace.relay_bridge.cpu.conv import ConvShape, flattened, padded_columns
     late = ConvShape(1, 160, 7, 7, 960, 1, 1)
     flat = flattened(late, 8)
@@ -142,7 +142,8 @@ def test_pointwise_convs_on_short_rows_run_as_one_row_of_pixels():
     assert flattened(ConvShape(1, 160, 7, 7, 960, 3, 3, padding=(1, 1)), 8) is None
     assert flattened(ConvShape(1, 160, 14, 14, 960, 1, 1, stride=(2, 2)), 8) is None
     assert flattened(ConvShape(1, 160, 7, 7, 960, 1, 1, padding=(1, 1)), 8) is None
-    assert flattened(ConvShape(1, 3, 7, 7, 960, 1, 1, blocked_input=False), 8) is None
+    # a plain NCHW input (batch 8 after split_batch's concat) is contiguous by pixel too
+    assert flattened(ConvShape(8, 576, 7, 7, 160, 1, 1, blocked_input=False), 8).w == 49
 
 
 @pytest.mark.parametrize("lanes", [8, 16], ids=["avx2_tiles", "avx512_tiles"])
@@ -163,9 +164,26 @@ def test_flattened_pointwise_conv_keeps_its_epilogue_and_layout(lanes, rng, monk
     out = b.op("relu", b.op("add", b.op("add", b.op("conv2d", y, b.const(w1)), b.const(b1)), y))
     cg = b.compile(out)
     assert cg.rules == ["conv", "conv"]
-    assert [m is not None for m in made] == [False, lanes == 8]
+    assert [m is not None for m in made] == [lanes == 8, lanes == 8]    # the RGB one too
     r = np.maximum(conv_ref(x, w0), 0)
     check(cg(x)[0], np.maximum(conv_ref(r, w1) + b1 + r, 0))
+
+
+def test_flattened_pointwise_conv_on_a_plain_input(rng, monkeypatch):
+    """A graph input (NCHW, packed inside the kernel) into a 1x1 conv on a 7x7 map with
+    AVX2 tiles: one 49-pixel row per image, the same values."""
+    from megtrace.relay_bridge.cpu import conv, lower
+    monkeypatch.setattr(conv, "vector_lanes", lambda: 8)
+    monkeypatch.setattr(lower, "vector_lanes", lambda: 8)
+    made = []
+    monkeypatch.setattr(lower, "flattened",
+                        lambda shape, ln: made.append(conv.flattened(shape, ln)) or made[-1])
+    x, w, bias = f32(rng, 3, 40, 7, 7), f32(rng, 24, 40, 1, 1), f32(rng, 1, 24, 1, 1)
+    b = G()
+    cg = b.compile(b.op("relu", b.op("add", b.op("conv2d", b.input(x), b.const(w)),
+                                     b.const(bias))))
+    assert cg.rules == ["conv"] and [(m.blocked_input, m.w) for m in made] == [(False, 49)]
+    check(cg(x)[0], np.maximum(conv_ref(x, w) + bias, 0))
 
 
 @pytest.mark.parametrize("n,c,h,w,oc,k,s,p", CONVS, ids=[f"{c[1]}to{c[4]}k{c[5]}s{c[6]}"
