@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Sequence
 
-from .tape import Tape, recording_tapes
+from .tape import Tape, own_gradient, recording_tapes
 
 _names = itertools.count()
 
@@ -27,8 +27,10 @@ class Grad:
         return self._name
 
     def wrt(self, *tensors, callback: Callable | None = None) -> "Grad":
+        """Deliver each tensor's gradient to `callback`: a tensor of its own, in the
+        format the tensor has now (tape.own_gradient)."""
         for x in tensors:
-            self._tape.wrt(x, callback if callback is not None else (lambda g: None))
+            self._tape.wrt(x, _delivery(callback, x._format))
         return self
 
     def __call__(self, ys, dys) -> None:
@@ -80,3 +82,9 @@ class Grad:
 def tracking_tapes(tensors) -> list[Tape]:
     """The recording tapes that track any of `tensors`."""
     return [t for t in recording_tapes() if any(t.var_of(x) is not None for x in tensors)]
+
+
+def _delivery(callback: Callable | None, fmt: str) -> Callable:
+    if callback is None:
+        return lambda g: None
+    return lambda g: callback(own_gradient(g, fmt))

@@ -256,6 +256,16 @@ def _snapshot(t):
     return copy
 
 
+def own_gradient(t, fmt: str):
+    """Gradient `t` as a tensor object of its own marked with format `fmt` (MegEngine's
+    AttachGrad: each attached tensor's gradient is wrapped anew in that tensor's format).
+    Two attached tensors given the same gradient (both inputs of `x + w`) must not share
+    one object: `x.grad += g` later would change `w.grad` too."""
+    own = _snapshot(t)
+    own._format = fmt
+    return own
+
+
 def recording_tapes() -> list[Tape]:
     return [t for t in _recording if not t.suppressed]
 

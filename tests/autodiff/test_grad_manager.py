@@ -240,3 +240,53 @@ def test_float16_can_be_attached():
     with GradManager().attach(x) as gm:
         gm.backward(x * 2)
     assert x.grad.dtype == np.float16 and float(x.grad) == 2.0
+
+
+def test_attached_tensors_given_one_gradient_get_objects_of_their_own():
+    """`x + w` gives both inputs the same gradient; accumulated over two backward passes
+    each must read 2 (one object shared would read 3 after `x.grad += g` added to both).
+    MegEngine 1.13: tests/data/show_megengine_grad_formats.py."""
+    x, w = mge.tensor(np.ones(3, "float32")), mge.tensor(np.ones(3, "float32"))
+    gm = GradManager().attach([x, w])
+    for _ in range(2):
+        with gm:
+            gm.backward(x + w)
+    assert x.grad is not w.grad
+    np.testing.assert_equal(x.grad.numpy(), [2, 2, 2])
+    np.testing.assert_equal(w.grad.numpy(), [2, 2, 2])
+
+
+def test_gradient_of_the_tensor_given_as_dy_is_not_the_callers_tensor():
+    """The first pass's x.grad must not be the caller's dy, which `+=` would then change
+    (MegEngine 1.13: x.grad 4, dy still 2; show_megengine_grad_formats.py)."""
+    x = mge.tensor(np.ones(3, "float32"))
+    dy = mge.tensor(np.full(3, 2.0, "float32"))
+    gm = GradManager().attach([x])
+    for _ in range(2):
+        with gm:
+            gm.backward(x + 0.0, dy=dy)  # add's rule hands dy itself back
+    np.testing.assert_equal(x.grad.numpy(), [4, 4, 4])
+    np.testing.assert_equal(dy.numpy(), [2, 2, 2])
+
+
+@pytest.mark.parametrize("name,fn,fx,fw,want", [
+    ("x*w", lambda x, w: x * w, "default", "nhwc", ("nhwc", "default", "nhwc")),
+    ("x*w", lambda x, w: x * w, "nhwc", "default", ("nhwc", "nhwc", "default")),
+    ("x+w", lambda x, w: x + w, "nhwc", "default", ("nhwc", "nhwc", "default")),
+    ("relu(x)*w", lambda x, w: F.relu(x) * w, "nhwc", "default", ("nhwc", "nhwc", "default")),
+    ("sum(x*w)", lambda x, w: (x * w).sum(), "nhwc", "nhwc", ("default", "nhwc", "nhwc"))])
+def test_a_gradient_takes_the_format_of_its_tensor(name, fn, fx, fw, want):
+    """MegEngine's AttachGrad wraps each attached tensor's gradient in that tensor's
+    format, whatever the formats on the way (the table printed by real MegEngine 1.13:
+    tests/data/show_megengine_grad_formats.py); the values are NumPy's."""
+    xv = np.arange(1, 25, dtype="float32").reshape(1, 2, 3, 4)
+    x = mge.tensor(xv, format=fx)
+    w = mge.tensor(np.full((1, 2, 3, 4), 0.5, "float32"), format=fw)
+    gm = GradManager().attach([x, w])
+    with gm:
+        y = fn(x, w)
+        gm.backward(y.sum())
+    assert (y.format, x.grad.format, w.grad.format) == want
+    np.testing.assert_allclose(x.grad.numpy(), np.full_like(xv, 0.5) if name != "x+w"
+                               else np.ones_like(xv))
+    np.testing.assert_allclose(w.grad.numpy(), xv if name != "x+w" else np.ones_like(xv))
