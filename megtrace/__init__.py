@@ -24,9 +24,10 @@ from .logger import enable_debug_log, get_logger, set_log_file, set_log_level
 from .tensor import Parameter, Tensor, tensor
 from .version import __version__
 
-# MegEngine imports these with the package; megtrace on first use (together ~0.25 s of
-# import time that most scripts never need): `mge.amp.autocast()`, `mge.cgtools` work alike.
-_ON_FIRST_USE = {"amp": ".amp", "traced_module": ".traced_module",
+# MegEngine imports these with the package; megtrace on first use (together ~0.3 s of
+# import time that most scripts never need): `mge.amp.autocast()`, `mge.data`, `mge.cgtools`
+# work alike.
+_ON_FIRST_USE = {"amp": ".amp", "traced_module": ".traced_module", "data": ".data",
                  "cgtools": ".utils.comp_graph_tools"}
 
 
@@ -41,7 +42,7 @@ def __getattr__(name: str):
 __all__ = ["autodiff", "config", "CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",
-           "amp", "float16", "float32", "functional", "traced_module", "get_default_device", "is_cuda_available", "set_default_device", "int8", "int16", "int32", "jit", "load",
+           "amp", "data", "float16", "float32", "functional", "traced_module", "get_default_device", "is_cuda_available", "set_default_device", "int8", "int16", "int32", "jit", "load",
            "load_graph", "module", "optimizer", "random", "save", "tensor", "uint8", "export", "load_exported",
            "tune",
            # megengine/__init__.py's device, logger and subpackage names

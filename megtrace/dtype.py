@@ -114,6 +114,23 @@ def promote(*dtypes: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
+def promote_elementwise(a: str, b: str) -> str:
+    """Result dtype of an elementwise op on two tensors, MegEngine's `dtype_promotion`
+    (src/core/impl/dtype.cpp): a dtype met by itself stays; beside another dtype float16
+    counts as float32; dtypes of different kinds (bool, integer, float) give float32 (a
+    bool mask times an int32 tensor is float32, not int32); of one kind, the wider. Signed
+    with unsigned, which MegEngine refuses, takes NumPy's result."""
+    if a == b:
+        return a
+    kinds = {name: np.dtype(name).kind for name in (a, b)}
+    if kinds[a] in "iu" and kinds[b] in "iu":
+        return promote(a, b)
+    if kinds[a] != kinds[b] or "float16" in (a, b):
+        return "float32"
+    return max(a, b, key=lambda name: np.dtype(name).itemsize)
+
+
+@functools.lru_cache(maxsize=64)
 def is_float(dtype: str) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating)
 

@@ -6,6 +6,7 @@ until the traced graph has run. As in MegEngine, `tensor` is the class itself.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -57,10 +58,13 @@ class Tensor:
                             "got None")
         if isinstance(data, (tuple, list)) and _traced_shape_value(self, data, dtype, device):
             return self
-        if dtype is None and not isinstance(data, np.ndarray):
-            arr = np.asarray(data)
+        if dtype is None and not isinstance(data, (np.ndarray, np.generic)):
+            arr = np.asarray(data)     # Python floats: float32 (a NumPy scalar keeps its own)
             dtype = "float32" if arr.dtype.kind == "f" else None
-        self._value = _dt.as_array(data, dtype)
+        value = _dt.as_array(data, dtype)
+        if isinstance(data, np.ndarray) and np.may_share_memory(value, data):
+            value = value.copy()    # MegEngine copies: later writes to `data` stay there
+        self._value = value
         self._device = _device.as_device(device)
         _created_in_trace(self)
         return self
@@ -291,7 +295,9 @@ class Tensor:
         self._reset(value)
 
     def reset_zero(self) -> None:
-        """Deprecated in MegEngine 1.0 (use `x *= 0`)."""
+        """Deprecated in MegEngine 1.0 (use `x *= 0`); warns as MegEngine does."""
+        warnings.warn("Call to deprecated method reset_zero. (use ``*= 0`` instead) -- "
+                      "Deprecated since version 1.0.", DeprecationWarning, stacklevel=2)
         self *= 0
 
     def __setitem__(self, index, value) -> None:
@@ -419,7 +425,8 @@ def _inplace(dunder: str):
 for _dunder, _fname in (("add", "add"), ("sub", "sub"), ("mul", "mul"),
                         ("truediv", "div"), ("pow", "pow"), ("floordiv", "floor_div"),
                         ("mod", "mod"), ("matmul", "matmul"), ("and", "logical_and"),
-                        ("or", "logical_or"), ("xor", "logical_xor")):
+                        ("or", "logical_or"), ("xor", "logical_xor"),
+                        ("lshift", "left_shift"), ("rshift", "right_shift")):
     setattr(Tensor, f"__{_dunder}__", _binary(_fname))
     setattr(Tensor, f"__r{_dunder}__", _binary(_fname, reflected=True))
     setattr(Tensor, f"__i{_dunder}__", _inplace(f"__{_dunder}__"))
@@ -427,6 +434,18 @@ for _dunder, _fname in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                         ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
     setattr(Tensor, f"__{_dunder}__", _binary(_fname))
 Tensor.__hash__ = object.__hash__     # defining __eq__ would otherwise drop it
+
+
+def _unary(name: str):
+    def method(self):
+        return getattr(_functional(), name)(self)
+    method.__name__ = f"__{name}__"
+    return method
+
+
+# round(x), math.floor(x), math.ceil(x): a Tensor, as MegEngine's Elemwise ROUND/FLOOR/CEIL
+for _name in ("round", "floor", "ceil"):
+    setattr(Tensor, f"__{_name}__", _unary(_name))
 
 
 _F = None      # megtrace.functional once imported (it imports this module)

@@ -61,6 +61,16 @@ def test_meshgrid_matches_numpy(indexing):
         np.testing.assert_array_equal(g.numpy(), w)
 
 
+def test_split_and_meshgrid_return_tuples():
+    """As MegEngine 1.13's (tests/data/show_megengine_return_types.py): a list would
+    differ in `==` against a tuple and in being mutable."""
+    x = mge.tensor(np.arange(4, dtype=np.float32).reshape(1, 4))
+    assert type(F.split(x, 2, axis=1)) is tuple
+    assert type(F.split(x, [1, 3], axis=1)) is tuple
+    assert type(F.meshgrid(mge.tensor([1, 2]), mge.tensor([3, 4, 5]))) is tuple
+    assert type(F.meshgrid(mge.tensor([1, 2]), indexing="ij")) is tuple
+
+
 def test_norm_var_std_semantics():
     """MegEngine 1.13: ord=inf ignores axis; ord=0 counts non-zeros as int32; var is the
     population variance; a matrix needs an axis."""

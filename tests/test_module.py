@@ -135,3 +135,27 @@ def test_module_call_passes_any_keyword_and_input_count_to_forward():
     assert net(1, first=2) == (1, 2, (), {})
     assert net(1, 2, 3, rest=4) == (1, 2, (3,), {"rest": 4})
     assert net(x=5) == (5, 0, (), {})
+
+
+def test_zero_grad_zeroes_grads_in_place_and_warns():
+    """Deprecated since MegEngine 1.0 yet working: each existing grad is zeroed in place
+    (reset_zero, which warns too) and missing ones stay None (MegEngine 1.13's messages:
+    tests/data/show_megengine_zero_grad.py)."""
+    from megtrace.autodiff import GradManager
+    net = M.Linear(2, 1)
+    gm = GradManager().attach(net.parameters())
+    with gm:
+        gm.backward(net(mge.Tensor([[1.0, 2.0]])).sum())
+    grads = [p.grad for p in net.parameters()]
+    with pytest.warns(DeprecationWarning) as caught:
+        net.zero_grad()
+    assert [str(w.message) for w in caught] == [
+        "Call to deprecated method zero_grad. -- Deprecated since version 1.0."] + [
+        "Call to deprecated method reset_zero. (use ``*= 0`` instead) -- "
+        "Deprecated since version 1.0."] * 2
+    assert all(p.grad is g for p, g in zip(net.parameters(), grads))
+    assert [p.grad.numpy().tolist() for p in net.parameters()] == [[0.0], [[0.0, 0.0]]]
+    fresh = M.Linear(2, 1)
+    with pytest.warns(DeprecationWarning, match="zero_grad"):
+        fresh.zero_grad()
+    assert [p.grad for p in fresh.parameters()] == [None, None]

@@ -2,6 +2,8 @@
 exports from its top-level package (values as MegEngine reports them on a CPU-only machine)."""
 import logging
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -23,6 +25,24 @@ MEGENGINE_TOP_LEVEL = [
 @pytest.mark.parametrize("name", MEGENGINE_TOP_LEVEL)
 def test_megengine_top_level_name_exists(name):
     assert hasattr(mge, name)
+
+
+# the subpackages megengine/__init__.py imports, each a package attribute without an
+# import of its own (tests/data/show_megengine_top_level.py prints them in MegEngine 1.13)
+MEGENGINE_SUBPACKAGES = ["amp", "autodiff", "core", "data", "distributed", "dtr", "functional",
+                         "hub", "jit", "module", "optimizer", "quantization", "random",
+                         "traced_module", "utils"]
+
+
+def test_subpackages_are_attributes_of_a_fresh_import():
+    """In a new interpreter, so that no test's own import has set the attribute."""
+    code = ("import megtrace as mge\n"
+            f"for name in {MEGENGINE_SUBPACKAGES!r}:\n"
+            "    assert getattr(mge, name).__name__ == 'megtrace.' + name, name\n"
+            "print(mge.data.DataLoader.__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "DataLoader"
 
 
 def test_single_process_distributed_answers():

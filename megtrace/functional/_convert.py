@@ -28,6 +28,10 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, (bool, int, float, np.generic)) and like is not None:
         if isinstance(value, float) and not _dt.is_float(_dt.name_of(like.dtype)):
             return Tensor(value, dtype="float32")
+        if like.dtype.kind == "b" and not isinstance(value, (bool, np.bool_)):
+            # a number beside a mask is a number (int32 here, then float32 with the mask:
+            # MegEngine's `1 - mask` is [0., 1.], not a boolean subtraction)
+            return Tensor(value, dtype="int32")
         return Tensor(value, dtype=like.dtype)
     return Tensor(value)
 
@@ -41,8 +45,9 @@ def cast(x: Tensor, dtype: str) -> Tensor:
 
 
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
-    """Promote a pair the way MegEngine does: scalars take the tensor's dtype; mixed
-    tensors promote (float wins), inserting a TypeCvt."""
+    """Promote a pair the way MegEngine does: scalars take the tensor's dtype (a number
+    beside a mask: int32); mixed tensors promote (dtype.promote_elementwise), inserting a
+    TypeCvt."""
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
             if a.dtype is b.dtype is _F32:
@@ -61,7 +66,7 @@ def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     a = as_tensor(a, b if isinstance(b, Tensor) else None)
     b = as_tensor(b, a)
     da, db = _dt.name_of(a.dtype), _dt.name_of(b.dtype)
-    dtype = _dt.promote(da, db)
+    dtype = _dt.promote_elementwise(da, db)
     if da == dtype and db == dtype:     # the common case: nothing to convert
         return a, b
     return cast(a, dtype), cast(b, dtype)

@@ -156,9 +156,9 @@ def tile(inp: Tensor, reps: Iterable[int]) -> Tensor:
     return reshape(out, [r * d for r, d in zip(reps, shape)])
 
 
-def meshgrid(*inputs: Tensor, indexing: str = "xy") -> list[Tensor]:
+def meshgrid(*inputs: Tensor, indexing: str = "xy") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-d tensors: 'xy' puts the first input along columns, 'ij'
-    along rows (as NumPy's meshgrid)."""
+    along rows (as NumPy's meshgrid). A tuple, as MegEngine's (an op's outputs)."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     xs = [require_tensor("meshgrid", t) for t in inputs]
@@ -174,4 +174,4 @@ def meshgrid(*inputs: Tensor, indexing: str = "xy") -> list[Tensor]:
         shape = [1] * len(xs)
         shape[place] = t.size
         out.append(broadcast_to(reshape(t, shape), sizes))
-    return out
+    return tuple(out)

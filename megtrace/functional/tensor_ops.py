@@ -138,9 +138,9 @@ def broadcast_to(inp: Tensor, shape) -> Tensor:
     return apply("broadcast_to", x, shape=tuple(shape))
 
 
-def split(inp: Tensor, nsplits_or_sections, axis: int = 0) -> list[Tensor]:
+def split(inp: Tensor, nsplits_or_sections, axis: int = 0) -> tuple[Tensor, ...]:
     """`nsplits_or_sections` is a number of parts (sizes differ by at most one, the larger
-    first) or the increasing split points."""
+    first) or the increasing split points. A tuple, as MegEngine's split_cpp returns."""
     from .indexing import getitem
     x = require_tensor("split", inp)
     ax = axis % x.ndim
@@ -159,7 +159,7 @@ def split(inp: Tensor, nsplits_or_sections, axis: int = 0) -> list[Tensor]:
             raise ValueError(f"Invalid nsplits_or_secions: {nsplits_or_sections}")
     bounds = [0] + [int(p) for p in points] + [size]
     lead = (slice(None),) * ax
-    return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return tuple(getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
 def stack(inps, axis: int = 0, device=None) -> Tensor:

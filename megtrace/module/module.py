@@ -7,6 +7,7 @@ The instance attributes are exactly MegEngine's, so pickles carry the same state
 """
 from __future__ import annotations
 
+import warnings
 from abc import ABCMeta, abstractmethod
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
@@ -241,7 +242,13 @@ class Module(metaclass=ABCMeta):
         self.apply(fn)
 
     def zero_grad(self) -> None:
-        """Kept for MegEngine compatibility; megtrace tensors carry no gradients."""
+        """Deprecated since MegEngine 1.0, and warns as it does: zeroes each parameter's
+        grad in place (the grad tensors stay)."""
+        warnings.warn("Call to deprecated method zero_grad. -- Deprecated since version 1.0.",
+                      DeprecationWarning, stacklevel=2)
+        for param in self.parameters():
+            if param.grad is not None:
+                param.grad.reset_zero()
 
     def replace_param(self, params: dict, start_pos: int, seen: Optional[set] = None) -> int:
         """Replace Parameters, numbered in traversal order from `start_pos`, by
@@ -316,7 +323,8 @@ class Module(metaclass=ABCMeta):
             if value is None:
                 skipped.add(key)
                 continue
-            value = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+            # a copy (numpy() makes one): later writes to the caller's array stay there
+            value = value.numpy() if isinstance(value, Tensor) else np.array(value)
             if tuple(value.shape) != tuple(var.shape):
                 if not module_type._flat_state:
                     raise ValueError(f"param `{key}` shape mismatch, should be "

@@ -79,6 +79,17 @@ _UNARY = [  # name,     numpy,        relax lowering,                       Elem
                                        L.R.nn.relu(L.R.negative(x)))),   "LOGSIGMOID"),
 ]
 
+def _mod(a, b):
+    """MegEngine's MOD: C's fmod for floats (the dividend's sign), Python's floor modulo
+    for integers (the divisor's: -4 % 3 is 2)."""
+    return np.fmod(a, b) if a.dtype.kind == "f" else np.mod(a, b)
+
+
+def _lower_mod(L, a, b):
+    R = L.R
+    return (R.mod if L.types[0].dtype.startswith(("float", "bfloat")) else R.floor_mod)(a, b)
+
+
 _BINARY = [  # name,     numpy,          relax lowering,                  Elemwise mode
     ("add",      np.add,         lambda R, a, b: R.add(a, b),      "ADD"),
     ("sub",      np.subtract,    lambda R, a, b: R.subtract(a, b), "SUB"),
@@ -88,7 +99,7 @@ _BINARY = [  # name,     numpy,          relax lowering,                  Elemwi
     ("minimum",  np.minimum,     lambda R, a, b: R.minimum(a, b),  "MIN_"),
     ("pow",      np.power,       lambda R, a, b: R.power(a, b),    "POW"),
     ("floor_div", np.floor_divide, lambda R, a, b: R.floor_divide(a, b), "FLOOR_DIV"),
-    ("mod",      np.fmod,        lambda R, a, b: R.mod(a, b),      "MOD"),
+    ("mod",      _mod,           _lower_mod,                       "MOD"),
 ]
 
 # Comparisons give bool. MegEngine 1.13 writes them as Elemwise (same-dtype 0/1) + TypeCvt
@@ -154,9 +165,12 @@ def _binary_infer(name):
 
 
 def _typed(fn):
-    """NumPy may widen (int / int -> float64); keep the dtype the rule promised."""
+    """NumPy may widen (int / int -> float64); keep the dtype the rule promised. NumPy's
+    floating-point warnings (log(0), 0 / 0) are not MegEngine's: its kernels give the
+    inf or nan without a word."""
     def eager(*xs):
-        out = fn(*xs)
+        with np.errstate(all="ignore"):
+            out = fn(*xs)
         return np.asarray(out, dtype=xs[0].dtype)
     return eager
 
@@ -173,9 +187,9 @@ for _name, _fn, _lower, _mode in _UNARY:
                    mge=_elemwise(_mode), vjp=unary_vjp(_name)))
 
 for _name, _fn, _lower, _mode in _BINARY:
-    register(OpDef(_name, eager=_typed(_fn), infer=_binary_infer(_name),
-                   lower=lambda L, a, b, _l=_lower: _l(L.R, a, b), mge=_elemwise(_mode),
-                   vjp=binary_vjp(_name)))
+    _lo = _lower if _name == "mod" else (lambda L, a, b, _l=_lower: _l(L.R, a, b))
+    register(OpDef(_name, eager=_typed(_fn), infer=_binary_infer(_name), lower=_lo,
+                   mge=_elemwise(_mode), vjp=binary_vjp(_name)))
 
 
 

@@ -44,6 +44,11 @@ def _relu(V, x, y, g):
     return V.select(_cmp(V, "gt", y, _c(V, 0, y)), g)
 
 
+def _abs(V, x, y, g):
+    """MegEngine's ABS_GRAD, `x > 0 ? g : -g`: at 0 the gradient is -g, not sign's 0."""
+    return V.select(_cmp(V, "gt", x, _c(V, 0, x)), g, V.apply("neg", g))
+
+
 def _between(V, x, lo, hi, strict=True):
     name = "lt" if strict else "le"
     return V.apply("logical_and", _cmp(V, name, _c(V, lo, x), x), _cmp(V, name, x, _c(V, hi, x)))
@@ -77,7 +82,7 @@ UNARY_VJPS = {
     "exp": lambda V, x, y, g: g * y,
     "log": lambda V, x, y, g: g / x,
     "neg": lambda V, x, y, g: V.apply("neg", g),
-    "abs": lambda V, x, y, g: g * V.apply("sign", x),
+    "abs": _abs,
     "floor": _no_grad,
     "ceil": _no_grad,
     "round": _no_grad,

@@ -118,8 +118,9 @@ def softmax_vjp(V, inputs, outputs, grads, *, axis):
 
 
 def leaky_relu_vjp(V, inputs, outputs, grads, *, negative_slope):
+    """x >= 0 takes g unscaled (MegEngine 1.13: the gradient at 0 is 1, not the slope)."""
     (x,), (g,) = inputs, grads
-    positive = V.apply("gt", x, V.const(0, x))
+    positive = V.apply("ge", x, V.const(0, x))
     return (V.select(positive, g, g * V.const(negative_slope, g)),)
 
 

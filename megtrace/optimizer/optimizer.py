@@ -109,7 +109,7 @@ class Optimizer(metaclass=ABCMeta):
 
     def zero_grad(self) -> None:
         """Deprecated since MegEngine 1.0: zero the gradients (use clear_grad)."""
-        warnings.warn("Call to deprecated function (or staticmethod) zero_grad. (use "
+        warnings.warn("Call to deprecated method zero_grad. (use "
                       "clear_grad instead) -- Deprecated since version 1.0.",
                       DeprecationWarning, stacklevel=2)
         for param in self._get_params():

@@ -8,6 +8,7 @@ import pytest
 import megtrace as mge
 import megtrace.functional as F
 from megtrace.autodiff import Function, GradManager
+from megtrace.jit import trace
 
 
 def test_matmul_plus_bias_grads_and_reuse():
@@ -290,3 +291,37 @@ def test_a_gradient_takes_the_format_of_its_tensor(name, fn, fx, fw, want):
     np.testing.assert_allclose(x.grad.numpy(), np.full_like(xv, 0.5) if name != "x+w"
                                else np.ones_like(xv))
     np.testing.assert_allclose(w.grad.numpy(), xv if name != "x+w" else np.ones_like(xv))
+
+
+def _grads_of_sum(fn, values, other=None, symbolic=None) -> list:
+    """x.grad after backward of fn(x[, other]).sum(): once eagerly (symbolic None), or
+    from two calls of trace(symbolic=...), the second one replayed or compiled."""
+    x = mge.tensor(np.array(values, "float32"))
+    args = (x,) if other is None else (x, mge.tensor(np.array(other, "float32")))
+    gm = GradManager().attach([x])
+
+    def step(*args):
+        with gm:
+            gm.backward(fn(*args).sum())
+        return args[0].grad
+    if symbolic is not None:
+        step = trace(step, symbolic=symbolic)
+    grads = []
+    for _ in range(1 if symbolic is None else 2):
+        x.grad = None
+        grads.append(step(*args).numpy())
+    return grads
+
+
+@pytest.mark.parametrize("symbolic", [None, False, True], ids=["eager", "record", "symbolic"])
+@pytest.mark.parametrize("fn,values,other,want", [
+    pytest.param(F.abs, [-1.0, 0.0, 2.0], None, [-1, -1, 1], id="abs"),
+    pytest.param(F.nn.l1_loss, [1.0, 3.0], [1.0, 2.0], [-0.5, 0.5], id="l1_loss"),
+    pytest.param(lambda x: F.leaky_relu(x, 0.1), [-1.0, 0.0, 2.0], None, [0.1, 1, 1],
+                 id="leaky_relu")])
+def test_subgradient_at_zero_is_megengines(fn, values, other, want, symbolic):
+    """Where the derivative does not exist MegEngine picks a side: abs's ABS_GRAD is
+    `x > 0 ? g : -g` (so -g at 0, not sign's 0) and leaky_relu's slope is 1 for x >= 0;
+    traced or not (MegEngine 1.13: tests/data/show_megengine_subgradients.py)."""
+    for got in _grads_of_sum(fn, values, other, symbolic):
+        np.testing.assert_allclose(got, np.array(want, "float32"), rtol=1e-6)
