@@ -107,3 +107,17 @@ def test_inf_and_nan_come_without_numpy_warnings():
         r = [F.log(T([0., 1.])).numpy(), (T([1., 0.]) / T([0., 0.])).numpy(),
              F.sqrt(T([-1.])).numpy()]
     assert r[0][0] == -np.inf and r[1][0] == np.inf and np.isnan(r[1][1]) and np.isnan(r[2][0])
+
+
+def test_scatter_writes_into_its_input_and_returns_it():
+    """MegEngine's F.scatter is `inp[idx] = source; return inp`, eager and traced."""
+    x = T([[1., 2., 3.], [4., 5., 6.]])
+    r = F.scatter(x, 0, T([[1, 0, 1]], dtype="int32"), T([[10., 20., 30.]]))
+    assert r is x and x.numpy().tolist() == [[1.0, 20.0, 3.0], [10.0, 5.0, 30.0]]
+
+    @trace(symbolic=True)
+    def f(a):
+        b = a * 2
+        F.scatter(b, 1, T([[2, 0, 1]], dtype="int32"), T([[7., 8., 9.]]))
+        return b
+    assert [f(T([[1., 2., 3.]])).numpy().tolist() for _ in range(3)] == [[[8.0, 9.0, 7.0]]] * 3

@@ -50,8 +50,8 @@ def gather(inp: Tensor, axis: int, index: Tensor) -> Tensor:
 
 
 def scatter(inp: Tensor, axis: int, index: Tensor, source: Tensor) -> Tensor:
-    """inp with inp[index[i][j][k]][j][k] = source[i][j][k] (axis 0; likewise for others).
-    MegEngine also writes the result into `inp`; here `inp` is left unchanged."""
+    """inp with inp[index[i][j][k]][j][k] = source[i][j][k] (axis 0; likewise for others),
+    written into `inp` itself and returned, as MegEngine's (`inp[idx] = source`)."""
     x, idx, src = (require_tensor("scatter", t) for t in (inp, index, source))
     if not x.ndim == idx.ndim == src.ndim:
         raise ValueError("The input, source and index tensor must have same dimensions")
@@ -64,7 +64,11 @@ def scatter(inp: Tensor, axis: int, index: Tensor, source: Tensor) -> Tensor:
                              f"source {src.shape} ")
     if src.dtype != x.dtype:
         src = src.astype(x.dtype)
-    return apply("scatter", x, _int32(idx), src, axis=int(axis))
+    out = apply("scatter", x, _int32(idx), src, axis=int(axis))
+    if x is not inp:            # an array given: MegEngine's setitem would fail on it
+        return out
+    inp._reset(out)
+    return inp
 
 
 def _int32(t: Tensor) -> Tensor:

@@ -31,6 +31,7 @@
   1 << T([1, 2]) int32 [2, 4]
   copies: Tensor [0.0, 0.0, 0.0] Parameter [0.0, 0.0, 0.0] view [0.0, 0.0] set_value [1.0, 1.0, 1.0] load_state_dict [[1.0, 1.0]]
   Tensor(np.float16(1.5)) float16 Tensor(np.float64(1.5)) float32
+  scatter: returns inp True inp [[1.0, 20.0, 3.0], [10.0, 5.0, 30.0]]
 """
 import math
 import sys
@@ -79,3 +80,6 @@ print("copies: Tensor", t.numpy().tolist(), "Parameter", p.numpy().tolist(), "vi
       lin.weight.numpy().tolist(), file=sys.stdout)
 print("Tensor(np.float16(1.5))", T(np.float16(1.5)).dtype, "Tensor(np.float64(1.5))",
       T(np.float64(1.5)).dtype)
+x = T([[1., 2., 3.], [4., 5., 6.]])
+r = F.scatter(x, 0, T([[1, 0, 1]], dtype="int32"), T([[10., 20., 30.]]))
+print("scatter: returns inp", r is x, "inp", x.numpy().tolist())
