@@ -39,6 +39,11 @@ def __getattr__(name: str):
         return module
     raise AttributeError(f"module 'megtrace' has no attribute {name!r}")
 
+
+def __dir__() -> list[str]:
+    """The names on first use too, as `dir(megengine)` lists them."""
+    return sorted(set(globals()) | set(_ON_FIRST_USE))
+
 __all__ = ["autodiff", "config", "CompGraphDumpResult", "Metadata", "VarNode", "dump_graph", "CompileError", "DTypeError", "FormatError", "LoadedGraph", "MegtraceError",
            "Parameter", "ShapeError", "Tensor", "TraceError", "UnsupportedModelError",
            "UnsupportedOpError",

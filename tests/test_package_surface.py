@@ -36,7 +36,8 @@ MEGENGINE_SUBPACKAGES = ["amp", "autodiff", "core", "data", "distributed", "dtr"
 
 def test_subpackages_are_attributes_of_a_fresh_import():
     """In a new interpreter, so that no test's own import has set the attribute."""
-    code = ("import megtrace as mge\n"
+    code = ("import megtrace as mge\n"     # dir() lists them before any is imported
+            f"assert set(dir(mge)) >= set({MEGENGINE_SUBPACKAGES!r}), 'dir'\n"
             f"for name in {MEGENGINE_SUBPACKAGES!r}:\n"
             "    assert getattr(mge, name).__name__ == 'megtrace.' + name, name\n"
             "print(mge.data.DataLoader.__name__)")

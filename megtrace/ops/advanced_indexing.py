@@ -262,22 +262,16 @@ def _get_vjp(V, inputs, outputs, grads, *, slices, axes):
 
 
 def _set_vjp(V, inputs, outputs, grads, *, slices, axes):
-    """The overwritten elements of x get no gradient; v gets what reached them (of values
-    written to one element twice, only the one that stayed)."""
-    x, v, idx = inputs[0], inputs[1], inputs[2:2 + len(axes)]
+    """The overwritten elements of x get no gradient; v gets what reached them: every
+    value written to one element twice gets that element's gradient, the one that stayed
+    and the one overwritten alike (MegEngine 1.13's IndexingSetMultiAxisVec gradient,
+    tests/data/show_megengine_duplicate_index_grads.py)."""
+    v, idx = inputs[1], inputs[2:2 + len(axes)]
     g = grads[0]
     index = {"slices": slices, "axes": axes}
     gx = V.apply("indexing_set_multi_axis_vec", g, V.zeros_like(v), *idx, **index) \
         if V.needs_grad(0) else None
-    gv = None
-    if V.needs_grad(1):
-        gv = V.apply("indexing_multi_axis_vec", g, *idx, **index)
-        board = V.F.full(tuple(x.shape), -1, dtype="int32")
-        ids = V.const(np.arange(v.size).reshape(tuple(v.shape)), board)
-        kept = V.apply("indexing_multi_axis_vec",
-                       V.apply("indexing_set_multi_axis_vec", board, ids, *idx, **index),
-                       *idx, **index)
-        gv = V.select(V.apply("eq", kept, ids), gv)
+    gv = V.apply("indexing_multi_axis_vec", g, *idx, **index) if V.needs_grad(1) else None
     return (gx, gv) + (None,) * (len(inputs) - 2)
 
 

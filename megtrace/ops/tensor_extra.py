@@ -209,17 +209,12 @@ def _gather_vjp(V, inputs, outputs, grads, *, axis):
 
 def _scatter_vjp(V, inputs, outputs, grads, *, axis):
     """Overwritten elements of x get no gradient; each source element gets the gradient
-    of the element it was written to, if it is the write that stayed (repeats)."""
+    of the element it was written to, repeated writes too (MegEngine's scatter is a
+    setitem: tests/data/show_megengine_duplicate_index_grads.py)."""
     (x, index, source), (g,) = inputs, grads
     gx = V.apply("scatter", g, index, V.zeros_like(source), axis=axis) \
         if V.needs_grad(0) else None
-    gs = None
-    if V.needs_grad(2):
-        board = V.F.full(tuple(x.shape), -1, dtype="int32")
-        ids = V.const(np.arange(source.size).reshape(tuple(source.shape)), board)
-        kept = V.apply("gather", V.apply("scatter", board, index, ids, axis=axis), index,
-                       axis=axis)
-        gs = V.select(V.apply("eq", kept, ids), V.apply("gather", g, index, axis=axis))
+    gs = V.apply("gather", g, index, axis=axis) if V.needs_grad(2) else None
     return gx, None, gs
 
 

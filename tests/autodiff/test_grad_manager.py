@@ -325,3 +325,22 @@ def test_subgradient_at_zero_is_megengines(fn, values, other, want, symbolic):
     traced or not (MegEngine 1.13: tests/data/show_megengine_subgradients.py)."""
     for got in _grads_of_sum(fn, values, other, symbolic):
         np.testing.assert_allclose(got, np.array(want, "float32"), rtol=1e-6)
+
+
+def test_values_written_twice_both_get_the_gradient():
+    """MegEngine 1.13 gives each value written to one element twice that element's
+    gradient, the overwritten write too (tests/data/show_megengine_duplicate_index_grads.py),
+    for setitem and F.scatter alike; the overwritten elements of x get none."""
+    x, v = mge.tensor([1., 2., 3.]), mge.tensor([5., 6.])
+    gm = GradManager().attach([x, v])
+    with gm:
+        y = x * 1
+        y[mge.tensor([1, 1], dtype="int32")] = v
+        gm.backward((y * mge.tensor([1., 10., 100.])).sum())
+    assert (x.grad.numpy().tolist(), v.grad.numpy().tolist()) == ([1, 0, 100], [10, 10])
+    x, s = mge.tensor([[1., 2., 3.]]), mge.tensor([[10., 20., 30.]])
+    gm = GradManager().attach([x, s])
+    with gm:
+        y = F.scatter(x * 1, 1, mge.tensor([[0, 0, 1]], dtype="int32"), s)
+        gm.backward((y * mge.tensor([[1., 2., 3.]])).sum())
+    assert (x.grad.numpy().tolist(), s.grad.numpy().tolist()) == ([[0, 0, 3]], [[1, 1, 2]])

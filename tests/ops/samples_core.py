@@ -67,8 +67,10 @@ SAMPLES = [
     Sample("indexing_multi_axis_vec",
            lambda rng: [f32(4, 6, 3)(rng), _idx(2, 2, lo=0, hi=3)(rng)],
            {"slices": ((1, 5, 0, -2),), "axes": (2,)}, ref=_gather_ref, tag="slice-2d-index"),
+    # distinct positions: a value written twice gets MegEngine's gradient, not the
+    # finite difference (tests/autodiff/test_grad_manager.py checks that case)
     Sample("indexing_set_multi_axis_vec",
-           lambda rng: [f32(4, 5, 3)(rng), f32(2, 5)(rng), _idx(2, lo=0, hi=4)(rng),
+           lambda rng: [f32(4, 5, 3)(rng), f32(2, 5)(rng), np.array([3, 0], np.int32),
                         np.array([2, -1], np.int32)],
            {"slices": (), "axes": (0, 2)}, ref=_scatter_ref, tag="apart"),
     Sample("indexing_set_multi_axis_vec",
