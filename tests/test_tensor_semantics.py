@@ -121,3 +121,11 @@ def test_scatter_writes_into_its_input_and_returns_it():
         F.scatter(b, 1, T([[2, 0, 1]], dtype="int32"), T([[7., 8., 9.]]))
         return b
     assert [f(T([[1., 2., 3.]])).numpy().tolist() for _ in range(3)] == [[[8.0, 9.0, 7.0]]] * 3
+
+
+def test_a_float16_mean_is_computed_and_returned_in_float32():
+    """MegEngine's reduce_rule converts a MEAN's input to float32 (var follows)."""
+    h = T([1., 2., 4.], dtype="float16")
+    mean, var = F.mean(h), F.var(h)
+    assert mean.dtype == np.float32 and var.dtype == np.float32
+    assert round(float(mean.numpy()), 5) == 2.33333 and round(float(var.numpy()), 5) == 1.55556

@@ -11,8 +11,8 @@ __all__ = ["sum", "mean", "max", "min", "prod"]
 def _make(mode: str):
     def fn(inp: Tensor, axis=None, keepdims: bool = False) -> Tensor:
         x = require_tensor(mode, inp)
-        if mode == "mean" and x.dtype.kind != "f":
-            x = cast(x, "float32")
+        if mode == "mean" and x.dtype.name != "float32":
+            x = cast(x, "float32")      # MegEngine's reduce_rule: a MEAN runs in float32
         elif x.dtype.kind == "b" and mode in ("sum", "prod"):
             x = cast(x, "int32")
         ax = None if axis is None else (tuple(int(a) for a in axis)

@@ -32,6 +32,7 @@
   copies: Tensor [0.0, 0.0, 0.0] Parameter [0.0, 0.0, 0.0] view [0.0, 0.0] set_value [1.0, 1.0, 1.0] load_state_dict [[1.0, 1.0]]
   Tensor(np.float16(1.5)) float16 Tensor(np.float64(1.5)) float32
   scatter: returns inp True inp [[1.0, 20.0, 3.0], [10.0, 5.0, 30.0]]
+  float16 mean float32 2.33333 var float32 1.55556
 """
 import math
 import sys
@@ -83,3 +84,6 @@ print("Tensor(np.float16(1.5))", T(np.float16(1.5)).dtype, "Tensor(np.float64(1.
 x = T([[1., 2., 3.], [4., 5., 6.]])
 r = F.scatter(x, 0, T([[1, 0, 1]], dtype="int32"), T([[10., 20., 30.]]))
 print("scatter: returns inp", r is x, "inp", x.numpy().tolist())
+h3 = T([1., 2., 4.], dtype="float16")
+print("float16 mean", F.mean(h3).dtype, round(float(F.mean(h3).numpy()), 5),
+      "var", F.var(h3).dtype, round(float(F.var(h3).numpy()), 5))
