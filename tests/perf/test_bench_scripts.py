@@ -116,3 +116,18 @@ def test_fma_peak_kernel_runs_the_chains_it_counts():
         want = want * np.float32(fma_peak.MUL) + np.float32(fma_peak.ADD)
     np.testing.assert_allclose(x.numpy(), want, rtol=1e-5, atol=1e-6)
     assert fma_peak.fma_peak_gflops(steps=20_000, runs=2) > 0
+
+
+def test_profile_kernels_counts_the_useful_flops_of_each_rule_kernel():
+    """bench/profile_kernels.py's GFLOP/s column: the rule kernels a profiled run calls are
+    found by name in the re-lowered graph, their useful flops add up to the MLP's three
+    GEMMs, and TVM's estimate of what each computes is at least that (padding, epilogue)."""
+    import profile_kernels
+    from megtrace.relay_bridge.profile import profile_run
+    compiled, arrays = profile_kernels.inference("mlp", 1)
+    flops = profile_kernels.kernel_flops(compiled)
+    calls = {n: c for n, (_, c) in profile_kernels.kernel_times(
+        profile_run(compiled, arrays)[1]).items()}
+    assert set(flops) <= set(calls)
+    assert sum(flops[n][0] * calls[n] for n in flops) == 2 * (784 * 1024 + 1024 * 512 + 512 * 10)
+    assert all(work is None or work >= useful for useful, work in flops.values())
