@@ -114,20 +114,29 @@ _STAND_INS = {("megengine.tensor", "Tensor"): _megengine_name("megengine.tensor"
               ("megengine.quantization.utils", "QParams"):
                   _megengine_name("megengine.quantization.utils", "QParams"),
               ("megengine.quantization.utils", "QuantMode"):
-                  _megengine_name("megengine.quantization.utils", "QuantMode")}
+                  _megengine_name("megengine.quantization.utils", "QuantMode"),
+              # NumPy 1.x's name for the function that rebuilds a NumPy scalar
+              ("numpy.core.multiarray", "scalar"):
+                  _megengine_name("numpy.core.multiarray", "scalar")}
 
 
 class _Pickler(pickle.Pickler):
-    """Arrays are pickled as numpy.ndarray(shape, dtype, bytes): NumPy 2 would write
-    `numpy._core` references, which the NumPy 1.x that MegEngine runs with cannot load.
+    """Arrays are pickled as numpy.ndarray(shape, dtype, bytes) and NumPy scalars as
+    numpy.core.multiarray.scalar(dtype, bytes): NumPy 2 would write `numpy._core`
+    references, which the NumPy 1.x that MegEngine runs with cannot load.
     Tensors are pickled as megengine.tensor.Tensor(value, dtype, device) with MegEngine's
     state ({"qparams": ...} when set), QParams as MegEngine's class; both MegEngine and
     megtrace.load rebuild them."""
 
     def reducer_override(self, obj):
         from .quantization.utils import QParams, QuantMode
-        if type(obj) is np.ndarray and obj.dtype.kind in "biufc":
+        if type(obj) is np.ndarray and obj.dtype.kind in "biufcSU":
             return np.ndarray, (obj.shape, obj.dtype.str, np.ascontiguousarray(obj).tobytes())
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biufcSU":
+            # a NumPy scalar (a checkpoint's best accuracy, an epoch count) as NumPy 1.x
+            # pickles it: NumPy 2 would name numpy._core
+            return (_STAND_INS["numpy.core.multiarray", "scalar"],
+                    (obj.dtype, obj.tobytes()))
         if isinstance(obj, Tensor):
             kind = "Parameter" if isinstance(obj, Parameter) else "Tensor"
             value, dtype, device = obj.__getnewargs__()
@@ -162,13 +171,20 @@ class _Pickler(pickle.Pickler):
                     sys.modules[k] = v
 
 
-def save(obj: Any, f, pickle_protocol: int = pickle.DEFAULT_PROTOCOL) -> None:
-    """Pickle a checkpoint; state dicts (name -> array) load in MegEngine too."""
+def save(obj: Any, f, pickle_module=pickle, pickle_protocol: int = pickle.DEFAULT_PROTOCOL
+         ) -> None:
+    """Pickle a checkpoint; state dicts (name -> array) load in MegEngine too. Another
+    `pickle_module` than the standard one (MegEngine's parameter) writes with its `dump`."""
+    def write(fh) -> None:
+        if pickle_module is pickle:
+            _Pickler(fh, protocol=pickle_protocol).dump(obj)
+        else:
+            pickle_module.dump(obj, fh, protocol=pickle_protocol)
     if hasattr(f, "write"):
-        _Pickler(f, protocol=pickle_protocol).dump(obj)
+        write(f)
         return
     with open(os.fspath(f), "wb") as fh:
-        _Pickler(fh, protocol=pickle_protocol).dump(obj)
+        write(fh)
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True) -> Any:

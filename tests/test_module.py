@@ -106,6 +106,29 @@ def test_saved_state_dict_is_numpy1_loadable(tmp_path):
         assert back[name].flags.writeable and np.array_equal(back[name], value)
 
 
+def test_numpy_scalars_and_string_arrays_pickle_as_numpy_1_does(tmp_path):
+    """A checkpoint's np.float32 accuracy, np.int64 epoch or string array: NumPy 2 names
+    numpy._core, which MegEngine's NumPy 1.x cannot import; ours name only
+    numpy.core.multiarray.scalar, numpy.ndarray and numpy.dtype (real MegEngine 1.13 loaded
+    such a file: tests/data/check_megtrace_numpy_scalars_in_megengine.py), and load back."""
+    import pickletools
+    import sys
+    obj = {"best_acc": np.float32(2.5), "epoch": np.int64(3), "flag": np.bool_(True),
+           "h": np.float16(1.5), "names": np.array(["a", "bc"]), "dt": np.dtype("float32")}
+    shim = sys.modules.get("numpy.core.multiarray")
+    mge.save(obj, tmp_path / "n.pkl")
+    assert sys.modules.get("numpy.core.multiarray") is shim      # the stand-in is gone
+    raw = (tmp_path / "n.pkl").read_bytes()
+    strings = [arg for op, arg, _ in pickletools.genops(raw) if op.name == "SHORT_BINUNICODE"]
+    assert b"numpy._core" not in raw and "multiarray" not in " ".join(
+        s for s in strings if s != "numpy.core.multiarray")
+    assert "numpy.core.multiarray" in strings and "scalar" in strings
+    back = mge.load(tmp_path / "n.pkl")
+    for key, value in obj.items():
+        assert type(back[key]) is type(value) and np.array_equal(back[key], value), key
+    assert back["names"].dtype == np.dtype("<U2")
+
+
 def test_pickled_tensors_name_megengine_classes(tmp_path):
     """Tensors pickle as megengine.tensor.Tensor/Parameter(value, dtype, device), which real
     MegEngine 1.13 loads (tests/data/check_megtrace_tensors_in_megengine.py) and we too."""
@@ -159,3 +182,16 @@ def test_zero_grad_zeroes_grads_in_place_and_warns():
     with pytest.warns(DeprecationWarning, match="zero_grad"):
         fresh.zero_grad()
     assert [p.grad for p in fresh.parameters()] == [None, None]
+
+
+def test_save_takes_megengines_pickle_module_argument(tmp_path):
+    """save(obj, f, pickle_module=pickle, pickle_protocol=4), MegEngine's signature: the
+    standard module keeps the MegEngine-loadable pickler; another writes with its dump."""
+    import pickle
+    import types
+    mge.save({"w": np.ones(2, np.float32)}, tmp_path / "a.pkl", pickle, 2)
+    assert np.array_equal(mge.load(tmp_path / "a.pkl")["w"], np.ones(2))
+    calls = []
+    other = types.SimpleNamespace(dump=lambda obj, fh, protocol: calls.append((obj, protocol)))
+    mge.save({"k": 1}, tmp_path / "b.pkl", pickle_module=other, pickle_protocol=3)
+    assert calls == [({"k": 1}, 3)]
