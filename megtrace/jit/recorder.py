@@ -65,6 +65,17 @@ class TraceRecorder:
             t._value, t._var, t._owner = np.array(value), None, None
         self._live.clear()
 
+    def alive_results(self, returned: list[Tensor]) -> list[Tensor]:
+        """Values computed inside the function that are still referenced at its end besides
+        the returned ones (a module attribute an EMA rebinds, a list of features a hook
+        fills): MegEngine keeps them readable, so the compiled graph keeps them too and
+        they hold values after the call."""
+        skip = {id(t) for t in returned}
+        alive = [t for t in list(self._live) if t._owner is self and id(t) not in skip
+                 and t._var not in self.sources and t._var not in self.graph.consts]
+        self.value_required.update(t._var for t in alive)
+        return alive
+
     # -- values from outside ------------------------------------------------------------
     def bind_input(self, value: Tensor, name: str) -> Tensor:
         """A fresh traced tensor standing for argument `value`."""

@@ -347,6 +347,13 @@ class Replayer:
         for t in (*self._assigned.values(), *held):
             if t._owner is self:
                 materialize(t, self.read_value(t), fresh=t._var in compiled)
+        # values still referenced besides the returned ones (TraceRecorder.alive_results)
+        returned = {id(t) for t in leaves}
+        for ref in self._live:
+            t = ref()
+            if t is not None and t._owner is self and t._var in compiled and \
+                    id(t) not in returned:
+                materialize(t, compiled[t._var], fresh=True)
         return values
 
 

@@ -243,6 +243,7 @@ class trace:
         with recording(rec):
             out_vars = [rec.var_of(t) for t in leaves]
         assignments = rec.take_assignments()
+        alive = rec.alive_results(leaves)
         entry = TraceEntry(rec.graph, rec.tape, rec.sources,
                            arg_vars, rec.externals,
                            out_vars, tree, rec.value_required,
@@ -282,6 +283,9 @@ class trace:
         for t, var in assignments:
             materialize(t, results[var] if var in results else _source_value(entry, var,
                                                                               feeds))
+        for t in alive:
+            if t._owner is rec:
+                materialize(t, results[t._var], fresh=True)
         return rebuild_outputs(tree, [Tensor._wrap(np.asarray(v)) for v in values])
 
     def _replay(self, entry: TraceEntry, args, kwargs, feeds, bindings):
