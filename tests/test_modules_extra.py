@@ -284,3 +284,34 @@ def test_rnn_cell_without_bias_keeps_zero_buffers():
     assert [n for n, _ in cell.named_buffers()] == ["bias_hh", "bias_ih"]
     bound = 1 / np.sqrt(2)
     assert np.abs(cell.weight_ih.numpy()).max() <= bound
+
+
+def test_identity_embedding_from_pretrained_and_string_batches_as_megengine():
+    """Real MegEngine 1.13's answers (tests/data/show_megengine_module_data_facts.py):
+    Identity returns a copy, Embedding.from_pretrained takes a 2-d table (frozen by
+    default), and a batch's string field is the tuple zip gives."""
+    import megtrace as mge
+    import megtrace.module as M
+    from megtrace.data import DataLoader, SequentialSampler
+    from megtrace.data.dataset import Dataset
+    x = mge.Tensor(np.zeros(3, "float32"))
+    y = M.Identity()(x)
+    y[0] = 5.0
+    assert y is not x and x.numpy().tolist() == [0.0, 0.0, 0.0]
+    emb = M.Embedding.from_pretrained(mge.Tensor(np.arange(6, dtype="float32").reshape(3, 2)))
+    assert emb(mge.Tensor(np.array([2, 0], "int32"))).numpy().tolist() == [[4, 5], [0, 1]]
+    assert emb.freeze is True
+    with pytest.raises(ValueError, match="2-dimensional"):
+        M.Embedding.from_pretrained(mge.Tensor(np.zeros(3, "float32")))
+
+    class Named(Dataset):
+        def __init__(self):
+            pass
+
+        def __getitem__(self, i):
+            return i, float(i), "x%d" % i
+
+        def __len__(self):
+            return 4
+    batch = next(iter(DataLoader(Named(), SequentialSampler(Named(), batch_size=2))))
+    assert batch[2] == ("x0", "x1") and batch[0].tolist() == [0, 1]

@@ -129,3 +129,18 @@ def test_a_float16_mean_is_computed_and_returned_in_float32():
     mean, var = F.mean(h), F.var(h)
     assert mean.dtype == np.float32 and var.dtype == np.float32
     assert round(float(mean.numpy()), 5) == 2.33333 and round(float(var.numpy()), 5) == 1.55556
+
+
+@pytest.mark.parametrize("symbolic", [None, False, True])
+def test_adaptive_pooling_takes_megengines_windows(symbolic):
+    """5 -> 3: windows of 3 at stride 1 (MegEngine 1.13's values for arange(25); PyTorch's
+    bins of 2-3 gave [3, 4.5, 6, ...]), eager and compiled."""
+    x = T(np.arange(25, dtype="float32").reshape(1, 1, 5, 5))
+
+    def pools(a):
+        return F.adaptive_avg_pool2d(a, 3), F.adaptive_max_pool2d(a, 3)
+    run = pools if symbolic is None else trace(pools, symbolic=symbolic)
+    for _ in range(2):
+        avg, mx = run(x)
+    assert avg.numpy().ravel().tolist() == [6, 7, 8, 11, 12, 13, 16, 17, 18]
+    assert mx.numpy().ravel().tolist() == [12, 13, 14, 17, 18, 19, 22, 23, 24]

@@ -30,8 +30,9 @@ class Collator:
             return inputs
         if isinstance(first, collections.abc.Mapping):
             return {key: self.apply([sample[key] for sample in inputs]) for key in first}
+        # each field as zip gives it, a tuple: a batch's strings stay one (MegEngine's)
         if isinstance(first, tuple) and hasattr(first, "_fields"):
-            return kind(*(self.apply(list(field)) for field in zip(*inputs)))
+            return kind(*(self.apply(field) for field in zip(*inputs)))
         if isinstance(first, collections.abc.Sequence):
-            return [self.apply(list(field)) for field in zip(*inputs)]
+            return [self.apply(field) for field in zip(*inputs)]
         raise TypeError(_ERR.format(kind))

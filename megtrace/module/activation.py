@@ -67,8 +67,10 @@ class PReLU(Module):
 
 
 class Identity(Module):
+    """A copy of its input (MegEngine's `copy(x)`: writing to the result leaves x as it is)."""
+
     def forward(self, x):
-        return x
+        return F.copy(x)
 
 
 class Dropout(Module):
@@ -108,6 +110,18 @@ class Embedding(Module):
 
     def forward(self, inputs):
         return F.embedding(inputs, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: Optional[bool] = True,
+                        padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+                        norm_type: Optional[float] = None) -> "Embedding":
+        """An Embedding whose table is `embeddings` (2-d: rows x dim), MegEngine's."""
+        shape = tuple(embeddings.shape)
+        if len(shape) != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        return cls(num_embeddings=shape[0], embedding_dim=shape[1], initial_weight=embeddings,
+                   padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   freeze=freeze)
 
 
 class AdaptiveAvgPool2d(Module):

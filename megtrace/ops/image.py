@@ -12,8 +12,28 @@ ADAPTIVE_POOLING = MgeOpr("AdaptivePoolingV1", "AdaptivePooling")
 
 
 # -- adaptive pooling ---------------------------------------------------------------------
+def _window(size: int, out: int) -> tuple[int, int]:
+    """(window, stride) of MegEngine's AdaptivePooling along one axis: stride size // out,
+    the window what is left for the last output (5 -> 3: windows of 3 at stride 1, not
+    PyTorch's bins of 2 or 3)."""
+    stride = size // out
+    return size - (out - 1) * stride, stride
+
+
 def _bins(size: int, out: int) -> list[tuple[int, int]]:
-    return [(i * size // out, -((-(i + 1) * size) // out)) for i in range(out)]
+    window, stride = _window(size, out)
+    return [(i * stride, i * stride + window) for i in range(out)]
+
+
+def _pooled(L, x, mode: str, out) -> object:
+    """Relax's pooling with MegEngine's windows and strides (None where an output side
+    exceeds the input's: stride 0, each output then reads the whole input)."""
+    h, w = L.types[0].shape[2:]
+    (wh, sh), (ww, sw) = _window(h, out[0]), _window(w, out[1])
+    if not sh or not sw:
+        return None
+    pool = L.R.nn.max_pool2d if mode == "max" else L.R.nn.avg_pool2d
+    return pool(x, pool_size=(wh, ww), strides=(sh, sw))
 
 
 def _adaptive_infer(x, *, mode, out):
@@ -34,23 +54,27 @@ def _adaptive_eager(x, *, mode, out):
 
 
 def _adaptive_lower(L, x, *, mode, out):
-    if mode == "average" and L.types[0].quant is not None:     # rounded averages
-        h, w = L.types[0].shape[2:]
-        count = np.outer([b - a for a, b in _bins(h, out[0])], [b - a for a, b in _bins(w, out[1])])
-        return quantized_lower.lower_average(
-            L, x, lambda xf: L.R.nn.adaptive_avg_pool2d(xf, output_size=out), count)
-    if mode == "average":
-        return L.R.nn.adaptive_avg_pool2d(x, output_size=out)
-    # Relax has no adaptive max pool: even bins are a reshape + max, uneven ones a max per
-    # bin (the same bins as the eager rule), joined back together.
     R = L.R
     n, c, h, w = L.types[0].shape
-    if h % out[0] == 0 and w % out[1] == 0:
+    if mode == "average" and L.types[0].quant is not None:     # rounded averages
+        count = np.outer([b - a for a, b in _bins(h, out[0])], [b - a for a, b in _bins(w, out[1])])
+        return quantized_lower.lower_average(
+            L, x, lambda xf: _pooled(L, xf, mode, out) or _per_bin(L, xf, mode, out), count)
+    if mode == "max" and h % out[0] == 0 and w % out[1] == 0:   # a reshape and a max
         return R.max(R.reshape(x, (n, c, out[0], h // out[0], out[1], w // out[1])), axis=[3, 5])
+    pooled = _pooled(L, x, mode, out)
+    return pooled if pooled is not None else _per_bin(L, x, mode, out)
+
+
+def _per_bin(L, x, mode: str, out):
+    """Each output reduced from its own window, joined back together."""
+    R = L.R
+    h, w = L.types[0].shape[2:]
+    reduce = R.max if mode == "max" else R.mean
     rows = []
     for h0, h1 in _bins(h, out[0]):
-        cells = [R.max(R.strided_slice(x, axes=[2, 3], begin=[h0, w0], end=[h1, w1]),
-                       axis=[2, 3], keepdims=True) for w0, w1 in _bins(w, out[1])]
+        cells = [reduce(R.strided_slice(x, axes=[2, 3], begin=[h0, w0], end=[h1, w1]),
+                        axis=[2, 3], keepdims=True) for w0, w1 in _bins(w, out[1])]
         rows.append(R.concat(cells, axis=3))
     return R.concat(rows, axis=2)
 

@@ -127,12 +127,16 @@ def _bools(*shape):
 
 
 def _adaptive_ref(x, mode, out):
+    """MegEngine's AdaptivePooling: stride in // out, window in - (out - 1) * stride
+    (real MegEngine 1.13's values: tests/test_tensor_semantics.py)."""
     n, c, h, w = x.shape
     res = np.zeros((n, c) + tuple(out))
+    sh, sw = h // out[0], w // out[1]
+    kh, kw = h - (out[0] - 1) * sh, w - (out[1] - 1) * sw
     for i in range(out[0]):
         for j in range(out[1]):
-            h0, h1 = (i * h) // out[0], -(-((i + 1) * h) // out[0])
-            w0, w1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
+            h0, h1 = i * sh, i * sh + kh
+            w0, w1 = j * sw, j * sw + kw
             win = x[:, :, h0:h1, w0:w1].astype(np.float64)
             res[:, :, i, j] = win.max(axis=(2, 3)) if mode == "max" else win.mean(axis=(2, 3))
     return res
@@ -199,6 +203,10 @@ SAMPLES: list[Sample] = [
            tag="2-axes"),
     Sample("adaptive_pool2d", lambda rng: [f32(2, 3, 7, 9)(rng)], {"mode": "average", "out": (3, 4)},
            ref=lambda x, **p: _adaptive_ref(x, **p), tag="avg"),
+    Sample("adaptive_pool2d", lambda rng: [f32(2, 3, 5, 9)(rng)], {"mode": "average", "out": (3, 2)},
+           ref=lambda x, **p: _adaptive_ref(x, **p), tag="avg-overlapping"),
+    Sample("adaptive_pool2d", lambda rng: [f32(1, 2, 5, 9)(rng)], {"mode": "max", "out": (3, 5)},
+           ref=lambda x, **p: _adaptive_ref(x, **p), tag="max-overlapping"),
     Sample("adaptive_pool2d", lambda rng: [f32(1, 2, 6, 6)(rng)], {"mode": "max", "out": (1, 1)},
            ref=lambda x, **p: _adaptive_ref(x, **p), tag="max-global"),
     Sample("pad", lambda rng: [f32(2, 3, 4)(rng)],
