@@ -67,10 +67,12 @@ class PReLU(Module):
 
 
 class Identity(Module):
-    """A copy of its input (MegEngine's `copy(x)`: writing to the result leaves x as it is)."""
+    """Its input itself. (MegEngine returns `copy(x)`, which its dump then drops; a copy
+    op here would be written into dumps as an Identity opr MegEngine's files do not
+    have, so writing into the result also writes into x.)"""
 
     def forward(self, x):
-        return F.copy(x)
+        return x
 
 
 class Dropout(Module):

@@ -58,8 +58,10 @@ def _adaptive_lower(L, x, *, mode, out):
     n, c, h, w = L.types[0].shape
     if mode == "average" and L.types[0].quant is not None:     # rounded averages
         count = np.outer([b - a for a, b in _bins(h, out[0])], [b - a for a, b in _bins(w, out[1])])
-        return quantized_lower.lower_average(
-            L, x, lambda xf: _pooled(L, xf, mode, out) or _per_bin(L, xf, mode, out), count)
+        def average(xf):
+            pooled = _pooled(L, xf, mode, out)
+            return pooled if pooled is not None else _per_bin(L, xf, mode, out)
+        return quantized_lower.lower_average(L, x, average, count)
     if mode == "max" and h % out[0] == 0 and w % out[1] == 0:   # a reshape and a max
         return R.max(R.reshape(x, (n, c, out[0], h // out[0], out[1], w // out[1])), axis=[3, 5])
     pooled = _pooled(L, x, mode, out)

@@ -1,4 +1,5 @@
-"""Module and data facts tests/test_modules_extra.py asserts, shown by MegEngine 1.13 itself
+"""Module and data facts (tests/test_modules_extra.py asserts the last two; megtrace's
+Identity returns its input itself, see the README), shown by MegEngine 1.13 itself
 (run with /work/shared/megref/mpy; prints, writes nothing). Output on 1.13.0, CPU:
 
   identity: is x False x after y[0] = 5: [0.0, 0.0, 0.0]
