@@ -53,7 +53,11 @@ def _all_tensors(items) -> bool:
 
 
 def _is_namedtuple(value) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+    return _namedtuple_type(type(value))
+
+
+def _namedtuple_type(kind: type) -> bool:
+    return issubclass(kind, tuple) and hasattr(kind, "_fields")
 
 
 def _spec(value: Any, leaves: list[Tensor]) -> tuple:
@@ -76,7 +80,7 @@ def _build(spec: tuple, leaves) -> Any:
     if issubclass(kind, dict):
         return kind(zip(spec[1], (_build(s, leaves) for s in spec[2])))
     items = [_build(s, leaves) for s in spec[1]]
-    return kind(*items) if issubclass(kind, tuple) and hasattr(kind, "_fields") else kind(items)
+    return kind(*items) if _namedtuple_type(kind) else kind(items)
 
 
 def rebuild_outputs(tree: Any, leaves: list[Tensor]) -> Any:
