@@ -285,9 +285,10 @@ class Tensor:
         self._device, self._ad = other._device, other._ad     # autodiff follows the value
         self._version += 1
 
-    def _set_value(self, value: np.ndarray) -> None:
-        """In-place update of a tensor's value (parameters, running statistics)."""
-        self._value = _dt.as_array(value, self._value.dtype)
+    def _set_value(self, value: np.ndarray, dtype: np.dtype | None = None) -> None:
+        """In-place update of a tensor's value (parameters, running statistics), in
+        `dtype` (default: the tensor's own)."""
+        self._value = _dt.as_array(value, self._value.dtype if dtype is None else dtype)
         self._version += 1
 
     def set_value(self, value) -> None:

@@ -23,7 +23,7 @@ def convert_tensor_format(x: Tensor, inplace: bool = True) -> Tensor:
     if inplace:
         x.format = "nhwc"
         return x
-    return Tensor(x, format="nhwc")
+    return Tensor(x.numpy(), dtype=x.dtype, device=x.device, format="nhwc")
 
 
 def convert_module_format(module: Module, inplace: bool = True) -> Module:

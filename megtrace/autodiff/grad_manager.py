@@ -100,6 +100,10 @@ class GradManager:
             dys = list(dy) if isinstance(dy, (tuple, list)) else [dy]
         previous, backwarding_grad_manager = backwarding_grad_manager, self
         try:
+            for t in ys:     # MegEngine's py_apply refuses numbers (the recording ends)
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"py_apply expects tensor as inputs: backward got y of "
+                                    f"type {type(t).__name__}")
             self._grad(ys, dys)
             for callback in self._after_backward_callback:
                 callback()

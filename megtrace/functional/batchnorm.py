@@ -140,7 +140,8 @@ def batch_norm(inp: Tensor, running_mean: Optional[Tensor] = None,
     batch_var = _mean(mul(centered, centered), axis=(0, 2, 3), keepdims=True)
     y = mul(centered, mul(w, 1.0 / sqrt(add(batch_var, float(eps)))))
     y = add(y, b)
-    y = y if out_dtype == dtype else y.astype(out_dtype)
+    # (under autocast, sqrt and div compute in float32 whatever `dtype` is)
+    y = y if _dt.name_of(y.dtype) == out_dtype else y.astype(out_dtype)
     y = y if inp.ndim == 4 else reshape(y, shape)
     if not (has_mean or has_var):
         return y

@@ -14,9 +14,13 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
+from .. import dtype as _dt
 from ..dispatch import _active
+from ..logger import get_logger
 from ..tensor import Parameter, Tensor
 from .hooks import HookHandler
+
+_logger = get_logger(__name__)
 
 
 _ABSENT: Any = object()     # Module.__call__ given no positional input
@@ -311,10 +315,14 @@ class Module(metaclass=ABCMeta):
                              f"{type(state_dict)}")
         loaded, skipped = self._load_state_dict_with_closure(closure)
         unused -= loaded
-        if unused and strict:
-            raise KeyError(f"Unused params violate `strict=True`, unused={unused}")
-        if skipped and strict:
-            raise KeyError(f"Missing params violate `strict=True`, missing={skipped}")
+        if unused:
+            if strict:
+                raise KeyError(f"Unused params violate `strict=True`, unused={unused}")
+            _logger.warning(f"Unused params in `strict=False` mode, unused={unused}")
+        if skipped:
+            if strict:
+                raise KeyError(f"Missing params violate `strict=True`, missing={skipped}")
+            _logger.warning(f"Missing params in `strict=False` mode, missing={skipped}")
 
     def _load_state_dict_with_closure(self, closure) -> tuple[set, set]:
         loaded, skipped = set(), set()
@@ -333,7 +341,8 @@ class Module(metaclass=ABCMeta):
                     raise ValueError(f"param `{key}` size mismatch, should be {var.size}, "
                                      f"get {value.size}")
                 value = value.reshape(var.shape)
-            var._set_value(value)
+            # the loaded array's dtype, as MegEngine's _reset to Tensor(value, dtype=value's)
+            var._set_value(value, _dt.as_array(value).dtype)
             loaded.add(key)
         return loaded, skipped
 
