@@ -67,11 +67,13 @@ np.savez("megengine_net_io.npz", x=x.numpy(), y0=y0.numpy(), y1=y1.numpy())
 
 graph = tm.graph
 sums = graph.get_method_by_type("sum").as_list()
-functional = {}
-for name in sorted(dir(F)):
-    value = getattr(F, name)
-    if inspect.isfunction(value) and not name.startswith("_"):
-        functional[name] = value.__module__
+functional = {}          # F.name's module, then names only the submodules export
+for space in [F] + [getattr(F, m) for m in ("nn", "tensor", "math", "elemwise", "loss",
+                                             "metric", "vision", "quantized", "utils")]:
+    for name in sorted(getattr(space, "__all__", None) or dir(space)):
+        value = getattr(space, name, None)
+        if inspect.isfunction(value) and not name.startswith("_"):
+            functional.setdefault(name, value.__module__)
 out = {
     "graph": graph_lines(graph),
     "block_graph": graph_lines(tm.block.graph),
