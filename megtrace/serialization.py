@@ -64,6 +64,11 @@ class _Unpickler(pickle.Unpickler):
             return _tensor_class(_TENSOR_CLASSES[module, name], self._map_location)
         if (module, name) in _QUANTIZATION_CLASSES:
             return _quantization(name)
+        if module.startswith(("megengine.traced_module.", "megengine.core._imperative_rt",
+                              "megengine.module.", "megengine.functional.")):
+            from .traced_module import megengine_pickle   # a TracedModule MegEngine pickled
+            self.megengine_records = True
+            return megengine_pickle.find_class(module, name)
         if module.startswith("megengine"):
             raise pickle.UnpicklingError(f"load: the checkpoint needs MegEngine's {module}.{name}, "
                                          "which megtrace does not provide")
@@ -202,7 +207,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True)
 def _load_from(fh, weights_only: bool, map_location) -> Any:
     start = fh.tell() if hasattr(fh, "seekable") and fh.seekable() else None
     try:
-        return _unpickler(fh, weights_only, map_location).load()
+        unpickler = _unpickler(fh, weights_only, map_location)
+        obj = unpickler.load()
+        if getattr(unpickler, "megengine_records", False):
+            from .traced_module import megengine_pickle
+            obj = megengine_pickle.convert(obj)
+        return obj
     except pickle.UnpicklingError as e:
         if start is not None and _is_graph_file(fh, start):
             raise pickle.UnpicklingError(

@@ -1,4 +1,6 @@
 """`megtrace.functional` (imported as `F`): MegEngine's functional API on megtrace."""
+import sys as _sys
+import types as _types
 from . import loss, nn, vision
 from .complex import *  # noqa: F401,F403
 from .complex import __all__ as _complex_all
@@ -56,3 +58,43 @@ for _module, _names in _ALSO_IN.items():
     for _name in _names:
         setattr(_module, _name, globals()[_name])
     _module.__all__ = [*_module.__all__, *(n for n in _names if n not in _module.__all__)]
+
+# The module MegEngine defines each function in (its __module__): a traced graph prints
+# F.relu as `nn.relu` and F.flatten as `tensor.flatten`, and a TracedModule pickled by
+# MegEngine names its functions by these paths. From real MegEngine 1.13
+# (tests/data/traced_module/megengine_facts.json, "functional_modules").
+_MEGENGINE_MODULE = {
+    "debug_param": "get_execution_strategy",
+    "elemwise": "abs acos acosh add asin asinh atan atan2 atanh ceil clip cos cosh div equal "
+                "exp expm1 floor floor_div greater greater_equal left_shift less less_equal "
+                "log log1p logaddexp logical_and logical_not logical_or logical_xor maximum "
+                "minimum mod mul neg not_equal pow right_shift round sin sinh sqrt square sub "
+                "tan tanh",
+    "loss": "binary_cross_entropy cross_entropy ctc_loss hinge_loss l1_loss square_loss",
+    "math": "argmax argmin argsort dot isinf isnan matinv matmul max mean min norm normalize "
+            "prod sign sort std sum svd topk var",
+    "metric": "topk_accuracy",
+    "nn": "adaptive_avg_pool2d adaptive_max_pool2d avg_pool2d batch_norm conv1d conv2d conv3d "
+          "conv_transpose2d conv_transpose3d deformable_conv2d deformable_psroi_pooling dropout "
+          "embedding gelu general_norm group_norm hsigmoid hswish indexing_one_hot "
+          "instance_norm layer_norm leaky_relu linear local_conv2d local_response_norm "
+          "logsigmoid logsoftmax logsumexp max_pool2d multi_head_attention one_hot pad "
+          "pixel_shuffle prelu region_restricted_conv relu relu6 sigmoid silu sliding_window "
+          "sliding_window_transpose softmax softplus sync_batch_norm",
+    "quantized": "batch_conv_bias_activation conv_bias_activation",
+    "tensor": "arange broadcast_to complex concat cond_take copy cumsum diag expand_dims eye "
+              "flatten full full_like gather imag linspace meshgrid ones ones_like polar real "
+              "repeat reshape roll scatter split squeeze stack swapaxes tile transpose where "
+              "zeros zeros_like",
+    "vision": "correlation cvt_color interpolate nms remap roi_align roi_pooling warp_affine "
+              "warp_perspective",
+}
+for _path, _names in _MEGENGINE_MODULE.items():
+    _module = _sys.modules[f"{__name__}.{_path}"]
+    for _name in _names.split():
+        _func = getattr(_module, _name, None)
+        if isinstance(_func, _types.FunctionType):     # pickled by reference from there
+            _func.__module__ = _module.__name__
+            if "<locals>" in _func.__qualname__:       # made by a factory (F.equal)
+                _func.__name__ = _func.__qualname__ = _name
+del _path, _names, _module, _name, _func

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .expr import is_call_function, is_call_tensor_method
+from .expr import CallMethod, is_call_function
 from .node import ModuleNode
 
 
@@ -43,7 +43,10 @@ class ExprFilter(BaseFilter):
         return self._derive(lambda e: is_call_function(e, func))
 
     def call_method(self, method: str = None) -> "ExprFilter":
-        return self._derive(lambda e: is_call_tensor_method(e, method))
+        """Every CallMethod named `method` (any when None): tensor methods and, as in
+        MegEngine, the `__call__` of submodules."""
+        return self._derive(lambda e: isinstance(e, CallMethod) and
+                            (method is None or e.method == method))
 
     def expr_id(self, expr_id: Sequence[int]) -> "ExprFilter":
         ids = set(expr_id) if expr_id is not None else None

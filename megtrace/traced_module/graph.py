@@ -201,18 +201,26 @@ class InternalGraph:
         return self.nodes(recursive).name(name, ignorecase)
 
     def get_dep_exprs(self, nodes: Sequence[Node]) -> list[Expr]:
-        """The exprs `nodes` depend on, in graph order."""
+        """The exprs `nodes` depend on, Input exprs included, in MegEngine's order: a
+        depth-first walk from the last of `nodes` that takes the last-found input next."""
         if isinstance(nodes, Node):
             nodes = [nodes]
-        needed, stack = set(), list(nodes)
-        while stack:
-            node = stack.pop()
+        found: list[Expr] = []
+        seen_exprs: set[int] = set()
+        pending, visited = list(nodes), set()
+        while pending:
+            node = pending.pop()
+            visited.add(id(node))
             expr = node.expr
-            if expr is None or isinstance(expr, Input) or id(expr) in needed:
+            if expr is None:
                 continue
-            needed.add(id(expr))
-            stack.extend(expr.inputs)
-        return [e for e in self._exprs if id(e) in needed]
+            if id(expr) not in seen_exprs:
+                seen_exprs.add(id(expr))
+                found.append(expr)
+            for inp in expr.inputs:
+                if id(inp) not in visited and all(inp is not p for p in pending):
+                    pending.append(inp)
+        return found
 
     # -- editing ------------------------------------------------------------------------
     def insert_exprs(self, expr: Optional[Expr] = None):

@@ -285,6 +285,11 @@ class Tracer:
             return self._on_nodes(lambda a, k: self.call_method(name, method, a, k),
                                   args, kwargs)
         leaves, arg_def = tree_flatten((args, kwargs))
+        try:        # MegEngine stores a method's arguments positionally: x.sum(1, True, )
+            args, kwargs = convert_kwargs_to_args(method, args, kwargs)
+            leaves, arg_def = tree_flatten((args, kwargs))
+        except (TypeError, ValueError, AssertionError):
+            pass
 
         def run():
             result = method(*args, **kwargs)
