@@ -72,3 +72,14 @@ def test_network_redump_runs_in_lite_to_megengines_output(name, lite, tmp_path):
     path.write_bytes(_redumped(name))
     got = lite.run_model(path, {"x": x})
     assert rel_err(got["y"], want) <= 1e-5
+
+
+def test_megbrain_graph_module_loads_and_dumps_again():
+    """MegEngine's `from megengine.core.tensor import megbrain_graph as G` path."""
+    from megtrace.core.tensor import megbrain_graph as G
+    x, want = _golden("conv_bn_opt")
+    with open(DATA / "conv_bn_opt.mge", "rb") as f:
+        _, outputs_by_name, outputs, _ = G.load_graph(f)
+    assert list(outputs_by_name) == ["y"]
+    data, _ = G.dump_graph(outputs)
+    assert rel_err(GraphInference(io.BytesIO(data)).run(x)["y"], want) <= 1e-5
