@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import struct
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +81,25 @@ class ModelFile:
 
     def output_names(self) -> list[str]:
         return [self.names.get(i, f"unnamed{k}") for k, i in enumerate(self.output_ids)]
+
+    def input_names_by_dependency(self, output_ids: list[int] | None = None) -> list[str]:
+        """The inputs the outputs depend on, breadth first from the outputs with each
+        opr's inputs in order: MegEngine's cgtools.get_dep_vars, whose order
+        GraphInference gives positional inputs (not the traced function's order)."""
+        owner = {v: o for o in self.oprs for v in o.outputs}
+        queue = deque(self.output_ids if output_ids is None else output_ids)
+        seen: set[int] = set()
+        names = []
+        while queue:
+            var = queue.popleft()
+            if var in seen or var not in owner:
+                continue
+            seen.add(var)
+            opr = owner[var]
+            queue.extend(opr.inputs)
+            if opr.type == "Host2DeviceCopy" and opr.tensors:
+                names.append(opr.tensors[0].name)
+        return names
 
 
 def detect_format(buf: bytes) -> str:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from megtrace.errors import FormatError, UnsupportedModelError, UnsupportedOpError
+from megtrace.errors import FormatError, ShapeError, UnsupportedModelError, UnsupportedOpError
 from megtrace.ir import Graph, TensorType, Var
 from megtrace.ops import MgeChoice, MgeOpr, OpDef, all_ops, get
 from megtrace.ops.quantized import conv_bias_params
@@ -346,7 +346,19 @@ def _const_value(g: Graph, var: Var, what: str) -> np.ndarray:
 
 @rule("GetVarShapeV1")
 def _get_shape(g, opr, ins, _):
-    (shape,) = g.add_node(get("get_shape"), ins[:1], {}, _hint(opr))
+    """GetVarShape of several inputs is the shape they broadcast to: MegEngine's
+    optimize_for_inference writes BatchNorm after a biased conv as
+    Broadcast(conv, GetVarShape(bias, conv))."""
+    if len(ins) == 1:
+        (shape,) = g.add_node(get("get_shape"), ins, {}, _hint(opr))
+    else:
+        shapes = [v.type.shape for v in ins]
+        try:
+            joint = np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise ShapeError(f"GetVarShape {opr.name!r}: the input shapes "
+                             f"{', '.join(map(str, shapes))} do not broadcast") from None
+        shape = g.add_const(np.array(joint, np.int32), _hint(opr))
     axis = _fields(opr).get("axis", 7)
     if axis != 7:
         (shape,) = g.add_node(get("subtensor"), [shape], {"index": ((0, None, None, None, axis),)})

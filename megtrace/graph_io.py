@@ -47,6 +47,14 @@ class LoadedGraph:
         self.metadata = model.metadata
         self._rng = _opr_generators(self.graph)
 
+    def input_names_by_dependency(self, outputs: list[str] | None = None) -> list[str]:
+        """The names of the inputs `outputs` (default all) depend on, in the order
+        MegEngine's GraphInference takes them positionally: breadth first from the
+        outputs through the file's oprs."""
+        ids = dict(zip(self.output_names, self._model.output_ids))
+        return self._model.input_names_by_dependency(
+            None if outputs is None else [ids[n] for n in outputs])
+
     def _bounded_graph(self) -> Graph | None:
         """A model with value-shaped oprs (CondTake) runs opr by opr on each call's values;
         its static graph, with those oprs' largest shapes, is only for inspection and

@@ -1,5 +1,8 @@
 """megtrace.utils.comp_graph_tools.GraphInference (MegEngine 1.13's runner of a dumped
 graph) and traced functions returning a shape element (a Tensor, as in MegEngine)."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -86,3 +89,26 @@ def test_graph_inference_takes_a_scalar_for_a_dumped_scalar_input(tmp_path):
     out = cgtools.GraphInference(str(path)).run(
         inp_dict=dict(zip(names, [np.float32(4), np.float32(5)])))
     assert float(np.asarray(list(out.values())[0]).reshape(-1)[0]) == 21.0
+
+
+# MegEngine 1.13's GraphInference input order for its own dumps, and the subset an
+# output selection needs (tests/data/make_megengine_graph_inference_order.py)
+MEGENGINE_ORDER = [
+    ("f", None, ["b", "a"]), ("f", ["y"], ["b", "a"]), ("f", ["s"], ["a"]),
+    ("g", None, ["z", "y", "x"]), ("g", ["d"], ["z", "x"]), ("g", ["e"], ["y"]),
+]
+ORDER_DATA = Path(__file__).resolve().parent / "data" / "megengine_graph_inference"
+
+
+@pytest.mark.parametrize("name, outputs, order", MEGENGINE_ORDER)
+def test_positional_inputs_in_megengines_order(name, outputs, order):
+    """Breadth first from the outputs through the graph, not the traced arguments'
+    order; positional inputs in that order give MegEngine's outputs."""
+    io_ = np.load(ORDER_DATA / "io.npz")
+    net = cgtools.GraphInference(str(ORDER_DATA / f"{name}.mge"), outputs=outputs)
+    got = net.run(*[io_[f"{name}.{k}"] for k in order])
+    for out, value in got.items():
+        np.testing.assert_allclose(value, io_[f"{name}.{out}"], rtol=1e-5, atol=1e-6)
+    assert list(got) == (outputs or {"f": ["y", "s"], "g": ["d", "e"]}[name])
+    with pytest.raises(AssertionError, match=re.escape(f"This model expects inputs {order}")):
+        net.run(inp_dict={})

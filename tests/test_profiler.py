@@ -9,7 +9,8 @@ import pytest
 import megtrace.functional as F
 from megtrace import tensor
 from megtrace.jit import trace
-from megtrace.utils.profiler import Profiler, merge_trace_events, profile, scope
+from megtrace.utils.profiler import (Profiler, is_profiling, merge_trace_events, profile,
+                                     scope)
 
 
 def events(directory) -> list:
@@ -62,6 +63,13 @@ def test_decorator_and_profile_helper(tmp_path):
     run()
     assert [e["name"] for e in events(tmp_path) if e.get("cat") == "op"] == ["exp"]
     assert isinstance(profile(str(tmp_path)), Profiler)
+
+
+def test_is_profiling_while_a_profiler_runs(tmp_path):
+    assert is_profiling() is False          # MegEngine 1.13: is_profiling() -> False
+    with Profiler(str(tmp_path)):
+        assert is_profiling() is True
+    assert is_profiling() is False
 
 
 def test_refusals(tmp_path):

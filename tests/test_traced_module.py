@@ -196,6 +196,9 @@ def test_graph_queries(rng):
     assert graph.get_module_by_type(M.Conv2d).as_count() == 2
     assert graph.get_method_by_type("__mul__").as_unique().args[1] == 2.0
     assert [n.name for n in graph.get_node_by_name("*conv*").as_list()] == ["conv", "conv_out"]
+    assert [n.name for n in graph.get_node_by_name("*conv_ou?").as_list()] == ["conv_out"]
+    with pytest.raises(AssertionError, match="bad pattern: None"):    # as MegEngine 1.13
+        graph.get_node_by_name(None)
     out = graph.outputs[0]
     assert out.name == "fc_out" and tuple(out.shape) == (1, 10) and out.dtype == np.float32
     assert out.expr.inputs[0].owner is tm.fc

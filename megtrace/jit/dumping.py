@@ -82,12 +82,10 @@ def dump_trace(self, file, *, arg_names=None, output_names=None, append: bool = 
     if isinstance(entry.out_tree, tuple) and entry.out_tree[0] is dict and output_names:
         raise TypeError("output_names is not supported when the traced function returns "
                         "a dict; its keys name the outputs")
-    in_names = _names("arg_names", arg_names, [n for n, _ in entry.args])
+    in_names = _input_names(arg_names, [n for n, _ in entry.args])
     default_out = list(entry.out_tree[1]) if isinstance(entry.out_tree, tuple) and \
         entry.out_tree[0] is dict else graph.output_names
     out_names = _names("output_names", output_names, default_out)
-    if len(set(in_names)) != len(in_names) or "" in in_names:
-        raise ValueError(f"arg_names must be unique and non-empty; got {in_names}")
     optimize_options = 0
     if optimize_for_inference and any(n.op.name.startswith("rng_") for n in graph.nodes):
         import warnings
@@ -164,6 +162,34 @@ def _optimized(graph: Graph, kwargs: dict) -> tuple[Graph, int]:
         warnings.warn(f"dump: optimize_for_inference skipped ({e}); the graph is written as "
                       "traced", OptimizationSkippedWarning, stacklevel=3)
         return graph, 0
+
+
+def _input_names(arg_names, bound: list[str]) -> list[str]:
+    """MegEngine's names of a dump's inputs, from the trace's bindings (`arg_<i>` for the
+    positional tensors, `kwarg_<k>` for the keyword ones): arg_names covers only the
+    positional ones (None or "" leaves one to MegEngine's `h2d[<var id>]`), keyword inputs
+    are named after their keyword, and a name several inputs share becomes name[0],
+    name[1], ... in argument order (tests/data/show_megengine_dump_arg_names.py)."""
+    positional = [n for n in bound if n.startswith("arg_")]
+    keywords = [n[len("kwarg_"):] for n in bound if n.startswith("kwarg_")]
+    if arg_names is None:
+        names = positional
+    else:
+        names = [arg_names] if isinstance(arg_names, str) else list(arg_names)
+        if len(names) != len(positional):  # MegEngine 1.13 crashes on an empty list
+            raise ValueError(f"wrong number of arg_names, should be {len(positional)} values")
+        # an input's var id in MegEngine's dump graph: each input is an opr and a var
+        names = [n if n else f"h2d[{2 * i}]" for i, n in enumerate(names)]
+    names = names + keywords
+    shared = {n for n in names if names.count(n) > 1}
+    seen: dict[str, int] = {}
+    renamed = []
+    for n in names:
+        if n in shared:
+            seen[n] = seen.get(n, -1) + 1
+            n = f"{n}[{seen[n]}]"
+        renamed.append(n)
+    return renamed
 
 
 def _names(what: str, given, default: list[str]) -> list[str]:

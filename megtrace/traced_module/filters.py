@@ -2,6 +2,7 @@
 .as_unique()), as MegEngine's ExprFilter / NodeFilter."""
 from __future__ import annotations
 
+import fnmatch
 import re
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -64,17 +65,19 @@ class NodeFilter(BaseFilter):
         return self._derive(lambda n: ids is None or n._id in ids)
 
     def name(self, name: str, ignorecase: bool = True) -> "NodeFilter":
-        """Nodes whose name or qualified name matches `name` (`*` is a wildcard)."""
-        if name is None:
-            return self
-        pattern = re.compile("^" + ".*".join(re.escape(p) for p in name.split("*")) + "$",
-                             re.IGNORECASE if ignorecase else 0)
-        def full_name(n) -> str:     # MegEngine's: "<graph name>_<node name>"
+        """Nodes whose name, qualified name or full name ("<graph name>_<node name>")
+        is `name` or matches it as a glob pattern (`*` and `?`, as MegEngine's)."""
+        assert isinstance(name, str), "bad pattern: {!r}".format(name)
+        pattern = re.compile(fnmatch.translate(name), re.IGNORECASE if ignorecase else 0)
+
+        def full_name(n) -> str:
             graph = n.top_graph
             return f"{graph._name}_{n._name}" if graph is not None else ""
-        return self._derive(lambda n: bool(pattern.match(n.name or "")) or
-                            bool(pattern.match(n.qualname or "")) or
-                            bool(pattern.match(full_name(n))))
+
+        def matches(text: str) -> bool:
+            return text == name or bool(pattern.match(text))
+        return self._derive(lambda n: matches(n.name or "") or matches(n.qualname or "") or
+                            matches(full_name(n)))
 
 
 __all__: Iterable[str] = ["BaseFilter", "ExprFilter", "NodeFilter"]

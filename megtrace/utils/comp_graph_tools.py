@@ -282,8 +282,9 @@ class GraphInference:
     """Loads a serialized computing graph (a file object or a file name) to run it.
 
     `outputs` keeps only the outputs of these names (MegEngine compiles the subgraph
-    ending there). `profiling` and `optimize_for_inference` are MegEngine's switches for
-    its own graph compiler; megtrace compiles the graph with TVM either way.
+    ending there, whose inputs are only those these outputs depend on). `profiling` and
+    `optimize_for_inference` are MegEngine's switches for its own graph compiler;
+    megtrace compiles the graph with TVM either way.
     """
 
     def __init__(self, file, outputs: List[str] = None, profiling: bool = False,
@@ -298,12 +299,13 @@ class GraphInference:
                                f"outputs are {names}")
             names = list(outputs)
         self._outputs = names
-        self._inputs = [i.name for i in self._model.inputs]
+        self._inputs = self._model.input_names_by_dependency(names)
 
     def run(self, *inp_args: np.ndarray,
             inp_dict: Dict[str, np.ndarray] = None) -> Dict[str, np.ndarray]:
-        """Outputs as {name: value}. Inputs by position (the file's input order) and/or
-        by name in `inp_dict` (recommended)."""
+        """Outputs as {name: value}. Inputs by position and/or by name in `inp_dict`
+        (recommended): positions follow MegEngine's order, breadth first from the outputs
+        through the graph, which may differ from the traced function's arguments."""
         assert len(inp_args) <= len(self._inputs), \
             "This model expects {} inputs".format(len(self._inputs))
         inputs = dict(zip(self._inputs, inp_args))
@@ -312,7 +314,11 @@ class GraphInference:
         assert inputs.keys() == set(self._inputs), \
             "This model expects inputs {}, but gets inputs {}".format(
                 list(self._inputs), list(inputs.keys()))
-        values = self._model.run(**{k: self._as_input(k, v) for k, v in inputs.items()})
+        feed = {k: self._as_input(k, v) for k, v in inputs.items()}
+        for info in self._model.inputs:       # the chosen outputs do not read these
+            if info.name not in feed:
+                feed[info.name] = self._as_input(info.name, np.zeros(info.shape))
+        values = self._model.run(**feed)
         return OrderedDict((name, values[name]) for name in self._outputs)
 
     def _as_input(self, name: str, value) -> np.ndarray:

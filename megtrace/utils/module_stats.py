@@ -4,7 +4,8 @@ MegEngine 1.13's `megengine.utils.module_stats` with its names, arguments, FLOP 
 and results: forward hooks on the module types in `hook_modules` record each call's
 shapes; weights and biases are counted once per Parameter (shared ones once), including
 those a forward reads without calling their module (`self.conv.calc_conv(x,
-self.conv.weight, ...)`), in the order first used. Tables print with rich.
+self.conv.weight, ...)`), in the order first used. Tables are logged as plain text, as
+MegEngine logs its tabulate tables: full names and numbers in a log file or CI output.
 """
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from collections import namedtuple
 from typing import Callable, Iterable, Optional
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from .. import functional as F
 from .. import module as M
@@ -32,6 +31,7 @@ __all__ = ["module_stats", "register_flops", "register_hook_module", "hook_modul
            "sizeof_fmt", "get_op_stats"]
 
 logger = get_logger(__name__)
+logger.setLevel("INFO")                 # as MegEngine's: the tables show at any default level
 
 total_stats = namedtuple("total_stats",
                          ["param_size", "param_dims", "flops", "act_size", "act_dims"])
@@ -198,12 +198,14 @@ def _sized_totals(rows: list[dict], dim_key: str, bar_length_max: int) -> tuple[
 
 
 def _table(title: str, rows: list[dict], header: list[str]) -> None:
-    table = Table(title=title)
-    for h in header:
-        table.add_column(h)
-    for d in rows:
-        table.add_row(*(str(d.get(h, "")) for h in header))
-    Console().print(table)
+    """Log `rows` under `title` as MegEngine does (tabulate's plain format: the header
+    as the first row, left-aligned columns two spaces apart, dashed rules around)."""
+    cells = [header] + [["" if d.get(h) is None else str(d.get(h)) for h in header]
+                        for d in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    rule = "  ".join("-" * w for w in widths)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    logger.info(f"{title}\n" + "\n".join([rule, *lines, rule]))
 
 
 def _load_inputs(x):
@@ -302,9 +304,9 @@ def module_stats(model: M.Module, inputs: Iterable[np.ndarray] = None,
         summary["total_param_dims"] = sizeof_fmt(param_dims, suffix="")
         summary["total_param_size"] = sizeof_fmt(param_size)
         if logging_to_stdout:
-            _table("param stats", params, ["name", "dtype", "shape", "mean", "std",
-                                           "param_dim", "nbits", "size", "size_cum",
-                                           "percentage", "size_bar"])
+            _table("param stats: ", params, ["name", "dtype", "shape", "mean", "std",
+                                             "param_dim", "nbits", "size", "size_cum",
+                                             "percentage", "size_bar"])
     if cal_flops:
         total_flops = sum(int(d["flops_num"]) for d in flops)
         _shares(flops, "flops_num", bar_length_max,
@@ -317,9 +319,9 @@ def module_stats(model: M.Module, inputs: Iterable[np.ndarray] = None,
                       "output_shapes": out_elems})
         summary["total_flops"] = sizeof_fmt(total_flops, suffix="OPs")
         if logging_to_stdout:
-            _table("flops stats", flops, ["name", "class_name", "input_shapes",
-                                          "output_shapes", "flops", "flops_cum",
-                                          "percentage", "bar"])
+            _table("flops stats: ", flops, ["name", "class_name", "input_shapes",
+                                            "output_shapes", "flops", "flops_cum",
+                                            "percentage", "bar"])
     if cal_activations:
         act_dims, act_size = _sized_totals(activations, "act_dim", bar_length_max)
         summary["total_act_dims"] = sizeof_fmt(act_dims, suffix="")
@@ -329,12 +331,12 @@ def module_stats(model: M.Module, inputs: Iterable[np.ndarray] = None,
                       "size_cum", "percentage", "size_bar"]
             if has_inputs:
                 header[4:4] = ["mean", "std"]
-            _table("activations stats", activations, header)
+            _table("activations stats: ", activations, header)
     if cal_flops and cal_params and param_size:
         summary["flops/param_size"] = "{:3.3f}".format(total_flops / param_size)
-    if logging_to_stdout:
-        _table("summary", [{"item": k, "value": v} for k, v in summary.items()],
-               ["item", "value"])
+    # MegEngine logs the summary even with logging_to_stdout=False
+    _table("summary", [{"item": k, "value": v} for k, v in summary.items()],
+           ["item", "value"])
     return (total_stats(param_size=param_size, param_dims=param_dims, flops=total_flops,
                         act_size=act_size, act_dims=act_dims),
             stats_details(params=params, flops=flops, activations=activations))

@@ -26,7 +26,7 @@ from .. import atomic_io, dispatch
 from ..logger import get_logger
 from ..module import Module
 
-__all__ = ["Profiler", "scope", "profile", "merge_trace_events"]
+__all__ = ["Profiler", "scope", "profile", "merge_trace_events", "is_profiling"]
 
 _running: List["Profiler"] = []
 
@@ -197,6 +197,11 @@ def scope(name: str) -> Iterator[None]:
     finally:
         if prof is not None:
             prof.scope_event(name, "E")
+
+
+def is_profiling() -> bool:
+    """Whether a Profiler is running now."""
+    return bool(_running)
 
 
 def profile(*args, **kwargs):

@@ -84,7 +84,7 @@ def test_dump_rejects_bad_options_without_writing(rng, tmp_path):
     target = tmp_path / "m.mge"
     with pytest.raises(ValueError, match="unknown options"):
         infer.dump(target, enable_everything=True)
-    with pytest.raises(ValueError, match="arg_names: expected 1 names"):
+    with pytest.raises(ValueError, match="wrong number of arg_names, should be 1 values"):
         infer.dump(target, arg_names=["a", "b"])
     with pytest.raises(ValueError, match="input_data needs dump_format='FBS_V2'"):
         infer.dump(target, input_data=["#rand(0,1)"], dump_format="FBS")
