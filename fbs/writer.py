@@ -266,6 +266,7 @@ def dump_graph(graph: Graph, input_names: list[str], output_names: list[str],
     options = options or DumpOptions()
     em, out_ids = emit_graph(graph, input_names, output_names, compat=not options.no_change_graph)
     out_ids = drop_collapsing(em, out_ids)
+    unique_opr_names(em)
     content_hash = 0
     if options.format == "FBS":
         from .writer_v1 import serialize_v1
@@ -295,6 +296,22 @@ def drop_collapsing(em: Emitter, out_ids: list[int]) -> list[int]:
     except MegtraceError:      # an opr the reader does not know (tests/ops asks for all)
         return renumber(em, out_ids)
     return renumber(em, out_ids, {c.index: c.target for c in collapses})
+
+
+def unique_opr_names(em: Emitter) -> None:
+    """Oprs sharing a name are called `name[0]`, `name[1]`, ... in graph order, as
+    MegEngine's AutoNaming leaves them (Network's filters index oprs by name); a
+    one-output opr's var named after it follows."""
+    by_name: dict[str, list] = {}
+    for opr in em.oprs:
+        by_name.setdefault(opr.name, []).append(opr)
+    for name, oprs in by_name.items():
+        if len(oprs) < 2:
+            continue
+        for i, opr in enumerate(oprs):
+            opr.name = f"{name}[{i}]"
+            if len(opr.outputs) == 1 and em.names[opr.outputs[0]] in (name, f"{name}[{i}]"):
+                em.names[opr.outputs[0]] = opr.name
 
 
 def renumber(em: Emitter, out_ids: list[int], dropped: dict[int, int] | None = None) -> list[int]:

@@ -404,3 +404,30 @@ def test_ellipsis_on_a_value_shaped_varnode_is_refused_as_megengine_does():
     with pytest.raises(IndexError, match="^does not support bool index with unknown shape"):
         picked[..., mask[mask]]
     np.testing.assert_array_equal(a[..., 1].numpy(), [1, 4, 7])
+
+
+def test_dumped_opr_names_are_unique_as_megengine_leaves_them():
+    """`x.sum(axis=1)` writes a Reduce and an AxisAddRemove named after the one op: MegEngine's
+    AutoNaming calls them `Reduce[0]`, `Reduce[1]` (a dump by MegEngine 1.13 with
+    keep_opr_name=True); name filters need unique names (`as_dict` refused duplicates)."""
+    import megtrace as mge
+    from megtrace.jit import trace
+
+    @trace(symbolic=True, capture_as_const=True)
+    def f(a):
+        return F.relu(a) + 1, a.sum(axis=1)
+    a = np.arange(8, dtype=np.float32).reshape(2, 4) - 3
+    r1, r2 = f(mge.tensor(a))
+    buf = io.BytesIO()
+    f.dump(buf, arg_names=["a"], output_names=["o1", "o2"], optimize_for_inference=False,
+           keep_var_name=2, keep_opr_name=True)
+    net = Network.load(io.BytesIO(buf.getvalue()))
+    names = [o.name for o in net.all_oprs]
+    assert len(names) == len(set(names))
+    reduce_names = [o.name for o in net.all_oprs if o.type in ("Reduce", "AxisAddRemove")]
+    base = reduce_names[0][:-len("[0]")]
+    assert reduce_names == [f"{base}[0]", f"{base}[1]"]
+    assert set(net.opr_filter.as_dict()) == set(names)
+    out = GraphInference(io.BytesIO(buf.getvalue())).run(inp_dict={"a": a})
+    np.testing.assert_allclose(out["o1"], np.maximum(a, 0) + 1)
+    np.testing.assert_allclose(out["o2"], a.sum(1))
