@@ -59,6 +59,12 @@ CASES = {
     "embedding": lambda i, w: F.nn.embedding(i, w),
     "matmul_batched": lambda a, b: F.matmul(a, b),
     "matmul_3d_2d": lambda a, b: F.matmul(a, b),
+    "matmul_f32_f16": lambda a, b: F.matmul(a, b),
+    "matmul_i32_f16": lambda a, b: F.matmul(a, b),
+    "matmul_bool_i8": lambda a, b: F.matmul(a, b),
+    "leaky_relu_int": lambda a: F.leaky_relu(a, 0.1),
+    "relu6_int32": lambda a: F.relu6(a),
+    "relu6_int8": lambda a: F.relu6(a),
 }
 
 

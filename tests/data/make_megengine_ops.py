@@ -61,6 +61,16 @@ cases = {
                   lambda i, w: F.nn.embedding(i, w)),
     "matmul_batched": ([x3, np.swapaxes(x3, 1, 2)], lambda a, b: F.matmul(a, b)),
     "matmul_3d_2d": ([x3, x2[:, :6].T.copy()], lambda a, b: F.matmul(a, b)),
+    # operands of different dtypes: float32 when either is a float (or bool)
+    "matmul_f32_f16": ([x3[0], x3[1].T.astype("float16")], lambda a, b: F.matmul(a, b)),
+    "matmul_i32_f16": ([np.arange(-6, 6, dtype="int32").reshape(3, 4),
+                        x3[0, :, :2].astype("float16")], lambda a, b: F.matmul(a, b)),
+    "matmul_bool_i8": ([x2[:, :4] > 10, np.arange(-4, 4, dtype="int8").reshape(4, 2)],
+                       lambda a, b: F.matmul(a, b)),
+    # integer activations: PRELU with a float slope computes in float32; RELU6 keeps ints
+    "leaky_relu_int": ([np.array([-4, -2, 0, 3, 7], "int32")], lambda a: F.leaky_relu(a, 0.1)),
+    "relu6_int32": ([np.array([-2, 0, 3, 9], "int32")], lambda a: F.relu6(a)),
+    "relu6_int8": ([np.array([-2, 0, 3, 9], "int8")], lambda a: F.relu6(a)),
 }
 
 out = {}
