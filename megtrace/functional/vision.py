@@ -73,14 +73,14 @@ def warp_affine(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int], int,
                 interp_mode: str = "linear") -> Tensor:
     """Affine warp by `(batch, 2, 3)` matrices: output(h, w) = input(m10 w + m11 h + m12,
     m00 w + m01 h + m02). NHWC (the default) samples at 1/32-pixel precision like
-    MegEngine's OpenCV-derived kernel; NCHW exactly."""
-    if str(interp_mode).lower() != "linear":
-        raise ValueError(f"warp_affine: interp_mode {interp_mode!r}; MegEngine's CPU kernel "
-                         f"supports only 'linear'")
+    MegEngine's OpenCV-derived kernel; NCHW exactly. interp_mode "nearest", "cubic" and
+    "lanczos4" exist, as in MegEngine's CPU kernels, for NHWC float32/uint8 images of 1
+    to 3 channels only."""
     x = require_tensor("warp_affine", inp)
     return apply("warp_affine", x, cast(require_tensor("warp_affine", mat), "float32"),
                  out=_ints("warp_affine: out_shape", out_shape), border=_border(border_mode),
-                 border_val=float(border_val), format=str(format).upper())
+                 border_val=float(border_val), format=str(format).upper(),
+                 imode=str(interp_mode).upper())
 
 
 def remap(inp: Tensor, map_xy: Tensor, border_mode: str = "replicate", scalar: float = 0.0,
