@@ -190,7 +190,9 @@ def interpolate(inp: Tensor, size: Optional[Union[int, Tuple[int, int]]] = None,
 
 def cvt_color(inp: Tensor, mode: str = "") -> Tensor:
     """Convert NHWC images between color formats ("RGB2GRAY", "BGR2GRAY", "RGB2YUV",
-    "YUV2RGB", "GRAY2RGB"; uint8 also "RGB2BGR", "BGR2RGB", "RGBA2RGB", "RGBA2BGR")."""
+    "YUV2RGB", "GRAY2RGB"; uint8 also "RGB2BGR", "BGR2RGB", "RGBA2RGB", "RGBA2BGR",
+    "RGBA2GRAY" and the YUV420 modes "[BT601_]YUV2{RGB,BGR}_{NV21,NV12,YV12,YU12}" and
+    "YUV2GRAY_*", which take (N, 3H/2, W, 1) images)."""
     from ..ops.color import MODES
     mode = mode.upper() if "YCrCb" not in mode else mode
     assert mode in MODES, "unspport mode for cvt_color"
