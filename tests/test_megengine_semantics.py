@@ -65,6 +65,12 @@ CASES = {
     "leaky_relu_int": lambda a: F.leaky_relu(a, 0.1),
     "relu6_int32": lambda a: F.relu6(a),
     "relu6_int8": lambda a: F.relu6(a),
+    "conv_transpose2d_pad_w_only": lambda a, w: F.conv_transpose2d(
+        a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1), output_padding=(0, 1)),
+    "conv_transpose2d_pad_h_only": lambda a, w: F.conv_transpose2d(
+        a, w, stride=2, padding=1, output_padding=(1, 0)),      # int forms work here
+    "conv_transpose3d_pad_w_only": lambda a, w: F.conv_transpose3d(
+        a, w, stride=2, output_padding=(0, 0, 1)),
 }
 
 

@@ -71,6 +71,20 @@ cases = {
     "leaky_relu_int": ([np.array([-4, -2, 0, 3, 7], "int32")], lambda a: F.leaky_relu(a, 0.1)),
     "relu6_int32": ([np.array([-2, 0, 3, 9], "int32")], lambda a: F.relu6(a)),
     "relu6_int8": ([np.array([-2, 0, 3, 9], "int8")], lambda a: F.relu6(a)),
+    # MegEngine applies output_padding only when its height part is non-zero
+    "conv_transpose2d_pad_w_only": ([x4[:, :, :4, :5], x4[0, :, :3, :3].reshape(3, 1, 3, 3)],
+                                    lambda a, w: F.conv_transpose2d(
+                                        a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                                        output_padding=(0, 1))),
+    "conv_transpose2d_pad_h_only": ([x4[:, :, :4, :5], x4[0, :, :3, :3].reshape(3, 1, 3, 3)],
+                                    lambda a, w: F.conv_transpose2d(
+                                        a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                                        output_padding=(1, 0))),
+    "conv_transpose3d_pad_w_only": ([x4[:1, :2, :3, :4, None].repeat(3, axis=4),
+                                     x4[1, :2, :3, :3, None].repeat(3, axis=3).reshape(2, 1, 3, 3, 3)],
+                                    lambda a, w: F.conv_transpose3d(
+                                        a, w, stride=(2, 2, 2), padding=(0, 0, 0),
+                                        dilation=(1, 1, 1), output_padding=(0, 0, 1))),
 }
 
 out = {}
