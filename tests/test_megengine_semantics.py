@@ -71,6 +71,9 @@ CASES = {
         a, w, stride=2, padding=1, output_padding=(1, 0)),      # int forms work here
     "conv_transpose3d_pad_w_only": lambda a, w: F.conv_transpose3d(
         a, w, stride=2, output_padding=(0, 0, 1)),
+    "avg_pool_mode_max": lambda a: F.avg_pool2d(a, 2, mode="max"),
+    "max_pool_empty_windows": lambda a: F.max_pool2d(a, 2, 1, 2),
+    "sign_nan": lambda a: F.sign(a),
 }
 
 
@@ -117,3 +120,19 @@ def test_traced_matches_megengine(name):
     tensors = [mge.tensor(a) for a in inputs]
     fn(*tensors)
     _check(fn(*tensors), want, name)
+
+
+def test_average_pool_of_a_window_lying_wholly_in_the_padding_is_zero():
+    """MegEngine's own kernels misbehave here (eager: zeros everywhere; traced: "The pooling
+    window lies outside completely" aborts), so the reference is NumPy: the mean over the
+    window's pixels inside the image, 0 where there are none (as TVM's avg_pool2d gives)."""
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+    padded = np.pad(x[0, 0], 2, constant_values=np.nan)
+    want = np.array([[np.nan_to_num(np.nanmean(padded[i:i + 2, j:j + 2]))
+                      if not np.isnan(padded[i:i + 2, j:j + 2]).all() else 0.0
+                      for j in range(5)] for i in range(5)], np.float32)[None, None]
+    fn = lambda a: F.avg_pool2d(a, 2, 1, 2)                          # noqa: E731
+    np.testing.assert_allclose(fn(mge.tensor(x)).numpy(), want)
+    traced = trace(fn, symbolic=True)
+    traced(mge.tensor(x))
+    np.testing.assert_allclose(traced(mge.tensor(x)).numpy(), want)

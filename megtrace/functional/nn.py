@@ -94,8 +94,10 @@ def max_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = No
 def avg_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
                padding: IntPair = 0, mode: str = "average_count_exclude_padding") -> Tensor:
     """2D average pooling; `mode` is "average" (padding counted) or
-    "average_count_exclude_padding" (the default)."""
-    mode = _check_mode("avg_pool2d: mode", mode, ("average", "average_count_exclude_padding"))
+    "average_count_exclude_padding" (the default). MegEngine passes `mode` on to its
+    Pooling operator, so "max" gives max pooling here too."""
+    mode = _check_mode("avg_pool2d: mode", mode,
+                       ("average", "average_count_exclude_padding", "max"))
     kernel = pair("kernel_size", kernel_size)
     return apply("pool2d", require_tensor("avg_pool2d", inp), mode=mode, kernel=kernel,
                  stride=pair("stride", stride if stride is not None else kernel),

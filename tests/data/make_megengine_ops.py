@@ -85,6 +85,13 @@ cases = {
                                     lambda a, w: F.conv_transpose3d(
                                         a, w, stride=(2, 2, 2), padding=(0, 0, 0),
                                         dilation=(1, 1, 1), output_padding=(0, 0, 1))),
+    # avg_pool2d passes its mode on to Pooling: "max" is max pooling
+    "avg_pool_mode_max": ([x4], lambda a: F.avg_pool2d(a, 2, mode="max")),
+    # windows lying wholly in the padding: -FLT_MAX
+    "max_pool_empty_windows": ([x4[:1, :2, :2, :2]], lambda a: F.max_pool2d(a, 2, 1, 2)),
+    # megdnn's SIGN: NaN gives 0
+    "sign_nan": ([np.array([1, np.nan, np.inf, -np.inf, 0, -0.0, -2.5], "float32")],
+                 lambda a: F.sign(a)),
 }
 
 out = {}
