@@ -74,6 +74,11 @@ CASES = {
     "avg_pool_mode_max": lambda a: F.avg_pool2d(a, 2, mode="max"),
     "max_pool_empty_windows": lambda a: F.max_pool2d(a, 2, 1, 2),
     "sign_nan": lambda a: F.sign(a),
+    "roi_align_no_samples": lambda a, r: F.vision.roi_align(a, r, 2, sample_points=(0, 2)),
+    "correlation_even_kernel": lambda a, b: F.vision.correlation(
+        a, b, kernel_size=2, max_displacement=1, pad_size=1),
+    "correlation_kernel_4": lambda a, b: F.vision.correlation(
+        a, b, kernel_size=4, max_displacement=1, stride2=1, pad_size=2, is_multiply=False),
 }
 
 
@@ -136,3 +141,10 @@ def test_average_pool_of_a_window_lying_wholly_in_the_padding_is_zero():
     traced = trace(fn, symbolic=True)
     traced(mge.tensor(x))
     np.testing.assert_allclose(traced(mge.tensor(x)).numpy(), want)
+
+
+def test_nvof_exists_and_refuses_on_cpu():
+    """MegEngine 1.13 has F.vision.nvof as a CUDA kernel only (on CPU it aborts)."""
+    assert "nvof" in F.vision.__all__
+    with pytest.raises(NotImplementedError, match="CUDA"):
+        F.vision.nvof(mge.tensor(np.zeros((1, 2, 4, 4, 4), np.uint8)))

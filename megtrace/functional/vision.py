@@ -15,8 +15,8 @@ from .math_extra import argsort
 from .tensor_extra import cond_take
 from .tensor_ops import arange, expand_dims, reshape
 
-__all__ = ["cvt_color", "interpolate", "nms", "remap", "roi_align", "roi_pooling", "warp_affine",
-           "warp_perspective"]
+__all__ = ["cvt_color", "interpolate", "nms", "nvof", "remap", "roi_align", "roi_pooling",
+           "warp_affine", "warp_perspective"]
 
 _INTERPOLATE_MODES = ("bilinear", "linear", "trilinear", "bicubic", "nearest")
 _RESIZE_MODE = {"linear": "linear", "bilinear": "linear", "nearest": "nearest",
@@ -197,6 +197,19 @@ def cvt_color(inp: Tensor, mode: str = "") -> Tensor:
     mode = mode.upper() if "YCrCb" not in mode else mode
     assert mode in MODES, "unspport mode for cvt_color"
     return apply("cvt_color", require_tensor("cvt_color", inp), mode=mode)
+
+
+def nvof(src: Tensor, precision: int = 1) -> Tensor:
+    """NVIDIA Optical Flow SDK on (n, t, h, w, 4) uint8 frames. MegEngine 1.13 has it only
+    as a CUDA kernel (on CPU it aborts the process); megtrace runs on CPU, so it exists
+    by name and refuses clearly."""
+    x = require_tensor("nvof", src)
+    if x.ndim != 5 or x.shape[4] != 4:
+        raise ValueError(f"nvof: src must be (n, t, h, w, 4) uint8 frames; got shape "
+                         f"{tuple(x.shape)}")
+    raise NotImplementedError(f"nvof (precision={precision}): NVIDIA's optical flow needs a "
+                              f"CUDA device; MegEngine 1.13 has no CPU kernel for it and "
+                              f"megtrace computes on CPU only")
 
 
 def roi_align(inp: Tensor, rois: Tensor, output_shape: Union[int, tuple, list],

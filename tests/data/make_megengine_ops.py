@@ -92,6 +92,14 @@ cases = {
     # megdnn's SIGN: NaN gives 0
     "sign_nan": ([np.array([1, np.nan, np.inf, -np.inf, 0, -0.0, -2.5], "float32")],
                  lambda a: F.sign(a)),
+    # ROIAlign with 0 sample points gives zeros
+    "roi_align_no_samples": ([x4, np.array([[0, 1, 1, 5, 4], [1, 0.5, 2, 6, 4.5]], "float32")],
+                             lambda a, r: F.vision.roi_align(a, r, 2, sample_points=(0, 2))),
+    # an even kernel_size works as the odd size below it (taps -radius..radius)
+    "correlation_even_kernel": ([x4, x4[::-1].copy()], lambda a, b: F.vision.correlation(
+        a, b, kernel_size=2, max_displacement=1, pad_size=1)),
+    "correlation_kernel_4": ([x4, x4[::-1].copy()], lambda a, b: F.vision.correlation(
+        a, b, kernel_size=4, max_displacement=1, stride2=1, pad_size=2, is_multiply=False)),
 }
 
 out = {}
