@@ -81,7 +81,8 @@ cases = {
                                         a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1),
                                         output_padding=(1, 0))),
     "conv_transpose3d_pad_w_only": ([x4[:1, :2, :3, :4, None].repeat(3, axis=4),
-                                     x4[1, :2, :3, :3, None].repeat(3, axis=3).reshape(2, 1, 3, 3, 3)],
+                                     x4[1, :2, :3, :3, None].repeat(3, axis=3)
+                                     .reshape(2, 1, 3, 3, 3)],
                                     lambda a, w: F.conv_transpose3d(
                                         a, w, stride=(2, 2, 2), padding=(0, 0, 0),
                                         dilation=(1, 1, 1), output_padding=(0, 0, 1))),
