@@ -583,12 +583,12 @@ def _warp_perspective(g, opr, ins, _):
 @rule("WarpAffineV2")
 def _warp_affine(g, opr, ins, _):
     f = _fields(opr)
-    if f.get("imode") != "LINEAR":
+    if f.get("imode") not in ("NEAREST", "LINEAR", "CUBIC", "LANCZOS4"):
         raise UnsupportedOpError(f"WarpAffine imode {f.get('imode')} is not supported")
     out = tuple(int(d) for d in _const_value(g, ins[-1], "WarpAffine output size").reshape(-1))
     return list(g.add_node(get("warp_affine"), ins[:-1], {
         "out": out, "border": f["border_mode"], "border_val": float(f["border_val"]),
-        "format": f["format"]}, _hint(opr)))
+        "format": f["format"], "imode": f["imode"]}, _hint(opr)))
 
 
 @rule("Padding")

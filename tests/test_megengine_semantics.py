@@ -59,6 +59,26 @@ CASES = {
     "embedding": lambda i, w: F.nn.embedding(i, w),
     "matmul_batched": lambda a, b: F.matmul(a, b),
     "matmul_3d_2d": lambda a, b: F.matmul(a, b),
+    "matmul_f32_f16": lambda a, b: F.matmul(a, b),
+    "matmul_i32_f16": lambda a, b: F.matmul(a, b),
+    "matmul_bool_i8": lambda a, b: F.matmul(a, b),
+    "leaky_relu_int": lambda a: F.leaky_relu(a, 0.1),
+    "relu6_int32": lambda a: F.relu6(a),
+    "relu6_int8": lambda a: F.relu6(a),
+    "conv_transpose2d_pad_w_only": lambda a, w: F.conv_transpose2d(
+        a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1), output_padding=(0, 1)),
+    "conv_transpose2d_pad_h_only": lambda a, w: F.conv_transpose2d(
+        a, w, stride=2, padding=1, output_padding=(1, 0)),      # int forms work here
+    "conv_transpose3d_pad_w_only": lambda a, w: F.conv_transpose3d(
+        a, w, stride=2, output_padding=(0, 0, 1)),
+    "avg_pool_mode_max": lambda a: F.avg_pool2d(a, 2, mode="max"),
+    "max_pool_empty_windows": lambda a: F.max_pool2d(a, 2, 1, 2),
+    "sign_nan": lambda a: F.sign(a),
+    "roi_align_no_samples": lambda a, r: F.vision.roi_align(a, r, 2, sample_points=(0, 2)),
+    "correlation_even_kernel": lambda a, b: F.vision.correlation(
+        a, b, kernel_size=2, max_displacement=1, pad_size=1),
+    "correlation_kernel_4": lambda a, b: F.vision.correlation(
+        a, b, kernel_size=4, max_displacement=1, stride2=1, pad_size=2, is_multiply=False),
 }
 
 
@@ -105,3 +125,26 @@ def test_traced_matches_megengine(name):
     tensors = [mge.tensor(a) for a in inputs]
     fn(*tensors)
     _check(fn(*tensors), want, name)
+
+
+def test_average_pool_of_a_window_lying_wholly_in_the_padding_is_zero():
+    """MegEngine's own kernels misbehave here (eager: zeros everywhere; traced: "The pooling
+    window lies outside completely" aborts), so the reference is NumPy: the mean over the
+    window's pixels inside the image, 0 where there are none (as TVM's avg_pool2d gives)."""
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+    padded = np.pad(x[0, 0], 2, constant_values=np.nan)
+    want = np.array([[np.nan_to_num(np.nanmean(padded[i:i + 2, j:j + 2]))
+                      if not np.isnan(padded[i:i + 2, j:j + 2]).all() else 0.0
+                      for j in range(5)] for i in range(5)], np.float32)[None, None]
+    fn = lambda a: F.avg_pool2d(a, 2, 1, 2)                          # noqa: E731
+    np.testing.assert_allclose(fn(mge.tensor(x)).numpy(), want)
+    traced = trace(fn, symbolic=True)
+    traced(mge.tensor(x))
+    np.testing.assert_allclose(traced(mge.tensor(x)).numpy(), want)
+
+
+def test_nvof_exists_and_refuses_on_cpu():
+    """MegEngine 1.13 has F.vision.nvof as a CUDA kernel only (on CPU it aborts)."""
+    assert "nvof" in F.vision.__all__
+    with pytest.raises(NotImplementedError, match="CUDA"):
+        F.vision.nvof(mge.tensor(np.zeros((1, 2, 4, 4, 4), np.uint8)))

@@ -41,6 +41,8 @@ CASES = {
                          {"WarpAffineV2"}),
     "cvt_color": (lambda x: F.vision.cvt_color(x[:, :, :, :3], "RGB2YUV"), {"CvtColor"}),
     "roi_align": (lambda x: F.vision.roi_align(x, mge.tensor(ROIS), (2, 3)), {"ROIAlignV1"}),
+    "roi_align_no_samples": (lambda x: F.vision.roi_align(x, mge.tensor(ROIS), (2, 3),
+                                                          sample_points=0), {"ROIAlignV1"}),
     "sliding_window": (lambda x: F.sliding_window(x, 3, padding=1, stride=(2, 1)),
                        {"Images2Neibs"}),
     "sliding_window_transpose": (lambda x: F.sliding_window_transpose(

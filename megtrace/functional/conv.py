@@ -132,10 +132,15 @@ def conv_transpose2d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
                      compute_mode: str = "default") -> Tensor:
     """2D transposed convolution (deconvolution); weight (IC, OC, KH, KW), grouped
     (groups, IC/groups, OC/groups, KH, KW). Output size
-    (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1."""
+    (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1.
+
+    As in MegEngine 1.13, output_padding applies only when its height part is non-zero
+    (MegEngine tests `output_pad_h != 0 or output_pad_h != 0`): a width-only padding such
+    as (0, 1) is ignored, so models trained in MegEngine keep their output shapes."""
     check_modes("conv_transpose2d", conv_mode, compute_mode)
-    return _conv_transpose(2, inp, weight, bias, stride, padding, output_padding, dilation,
-                           groups)
+    pad_h, pad_w = ntuple("output_padding", output_padding, 2)
+    return _conv_transpose(2, inp, weight, bias, stride, padding,
+                           (pad_h, pad_w) if pad_h != 0 else (0, 0), dilation, groups)
 
 
 def conv_transpose3d(inp: Tensor, weight: Tensor, bias: Optional[Tensor] = None,

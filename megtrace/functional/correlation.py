@@ -24,7 +24,8 @@ def correlation(data1: Tensor, data2: Tensor, kernel_size: int = 1, max_displace
                 stride1: int = 1, stride2: int = 1, pad_size: int = 0,
                 is_multiply: bool = True) -> Tensor:
     """(N, (2 * (max_displacement // stride2) + 1) ** 2, H', W') NCHW cost volume; channel
-    c is the displacement ((c % grid) - r, (c // grid) - r) * stride2 in (x, y)."""
+    c is the displacement ((c % grid) - r, (c // grid) - r) * stride2 in (x, y). An even
+    kernel_size works as the odd size below it, as in MegEngine's kernel."""
     a, b = require_tensor("correlation", data1), require_tensor("correlation", data2)
     if a.ndim != 4 or b.ndim != 4 or tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"correlation: data1 and data2 must be NCHW tensors of one shape; "
@@ -36,11 +37,11 @@ def correlation(data1: Tensor, data2: Tensor, kernel_size: int = 1, max_displace
                         ("stride1", stride1), ("stride2", stride2), ("pad_size", pad_size)):
         if not isinstance(value, int) or value < 0:
             raise ValueError(f"correlation: {name} must be a non-negative int; got {value!r}")
-    if kernel_size % 2 == 0:
-        raise ValueError(f"correlation: kernel_size must be odd; got {kernel_size}")
-    if stride1 < 1 or stride2 < 1:
-        raise ValueError("correlation: stride1 and stride2 must be at least 1")
+    if kernel_size < 1 or stride1 < 1 or stride2 < 1:
+        raise ValueError("correlation: kernel_size, stride1 and stride2 must be at least 1")
     radius = (kernel_size - 1) // 2
+    # MegEngine's kernel reads the taps -radius..radius: an even kernel_size k acts as k - 1
+    kernel_size = 2 * radius + 1
     border = max_displacement + radius
     height = _output_size(a.shape[2], pad_size, border, stride1)
     width = _output_size(a.shape[3], pad_size, border, stride1)

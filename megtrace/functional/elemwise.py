@@ -15,13 +15,14 @@ __all__ = list(UNARY_NAMES) + list(BINARY_NAMES)
 
 def _make_unary(name: str):
     keeps_dtype = name in ("relu", "neg", "abs", "square")
-    keeps_integers = name in ("floor", "ceil", "round")    # MegEngine: int32 in, int32 out
+    # MegEngine: int32 in, int32 out (relu6 keeps int8/int16/uint8 too)
+    keeps_integers = name in ("floor", "ceil", "round", "relu6")
 
     def fn(x) -> Tensor:
         if not isinstance(x, Tensor):
             x = require_tensor(name, x)
         if not keeps_dtype and x.dtype.kind != "f" and not (
-                keeps_integers and x.dtype.kind in "iu"):
+                keeps_integers and x.dtype.kind in "iu" and Q.mgb_meta(x.dtype) is None):
             x = cast(x, "float32")
         return apply(name, x)
     fn.__name__ = fn.__qualname__ = name

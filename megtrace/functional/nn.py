@@ -11,7 +11,7 @@ from ..dispatch import apply
 from ..ops._rules import pair
 from ..random.rng import global_key, global_seed, uniform
 from ..tensor import Tensor
-from ._convert import require_tensor
+from ._convert import cast, require_tensor
 from .conv import _CROSS, _DEFAULT, check_modes, promote_pair
 from .batchnorm import batch_norm, sync_batch_norm  # noqa: F401  (F.nn.batch_norm)
 from .elemwise import add, relu  # noqa: F401  (F.nn.relu exists in MegEngine)
@@ -94,12 +94,26 @@ def max_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = No
 def avg_pool2d(inp: Tensor, kernel_size: IntPair, stride: Optional[IntPair] = None,
                padding: IntPair = 0, mode: str = "average_count_exclude_padding") -> Tensor:
     """2D average pooling; `mode` is "average" (padding counted) or
-    "average_count_exclude_padding" (the default)."""
-    mode = _check_mode("avg_pool2d: mode", mode, ("average", "average_count_exclude_padding"))
+    "average_count_exclude_padding" (the default). MegEngine passes `mode` on to its
+    Pooling operator, so "max" gives max pooling here too."""
+    mode = _check_mode("avg_pool2d: mode", mode,
+                       ("average", "average_count_exclude_padding", "max"))
     kernel = pair("kernel_size", kernel_size)
     return apply("pool2d", require_tensor("avg_pool2d", inp), mode=mode, kernel=kernel,
                  stride=pair("stride", stride if stride is not None else kernel),
                  padding=pair("padding", padding))
+
+
+def _matmul_operands(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+    """MegEngine's MatrixMul promotes operands of different dtypes to float32 when either
+    is a float or bool (float32 x float16 is float32, int32 x float16 too); two different
+    integer dtypes stay as they are and fail in the op, as in MegEngine."""
+    if a.dtype == b.dtype or (a.ndim == 1 and b.ndim == 1):   # Dot does not promote
+        return a, b
+    kinds = (a.dtype.kind, b.dtype.kind)
+    if "f" not in kinds and "b" not in kinds:
+        return a, b
+    return cast(a, "float32"), cast(b, "float32")
 
 
 def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: bool = False,
@@ -114,7 +128,7 @@ def matmul(inp1: Tensor, inp2: Tensor, transpose_a: bool = False, transpose_b: b
             modes = _ACCUMULATE_F32
     if format != "default":
         _check_mode("matmul: format", format, ("default",))
-    a, b = require_tensor("matmul", inp1), require_tensor("matmul", inp2)
+    a, b = _matmul_operands(require_tensor("matmul", inp1), require_tensor("matmul", inp2))
     a_ndim, b_ndim = a.ndim, b.ndim
     assert a_ndim > 0 and b_ndim > 0
     if a_ndim == 1 and b_ndim == 1:        # MegEngine dispatches this to Dot
@@ -152,8 +166,12 @@ def logsoftmax(inp: Tensor, axis) -> Tensor:
 
 
 def leaky_relu(inp: Tensor, negative_slope: float = 0.01) -> Tensor:
-    return apply("leaky_relu", require_tensor("leaky_relu", inp),
-                 negative_slope=float(negative_slope))
+    """MegEngine's Elemwise PRELU with a Python-float slope: integer and bool inputs are
+    computed in float32 (leaky_relu(int32 [-2, 3], 0.1) is [-0.2, 3.0])."""
+    x = require_tensor("leaky_relu", inp)
+    if x.dtype.kind != "f":
+        x = cast(x, "float32")
+    return apply("leaky_relu", x, negative_slope=float(negative_slope))
 
 
 def layer_norm(inp: Tensor, normalized_shape, affine: bool = True,

@@ -101,6 +101,8 @@ def conv_transpose2d(inp: Tensor, weight: Tensor, bias: Tensor = None, dtype=Non
                          f"match: {x.shape} vs {w.shape}")
     s = _pair("stride", stride, True)
     op = _pair("output_padding", output_padding)
+    if op[0] == 0:          # MegEngine applies it only when its height part is non-zero
+        op = (0, 0)
     if op[0] >= s[0] or op[1] >= s[1]:
         raise ValueError("output_padding must be less than stride")
     return apply("quantized_conv_transpose", x, w, stride=s,

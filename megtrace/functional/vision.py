@@ -15,8 +15,8 @@ from .math_extra import argsort
 from .tensor_extra import cond_take
 from .tensor_ops import arange, expand_dims, reshape
 
-__all__ = ["cvt_color", "interpolate", "nms", "remap", "roi_align", "roi_pooling", "warp_affine",
-           "warp_perspective"]
+__all__ = ["cvt_color", "interpolate", "nms", "nvof", "remap", "roi_align", "roi_pooling",
+           "warp_affine", "warp_perspective"]
 
 _INTERPOLATE_MODES = ("bilinear", "linear", "trilinear", "bicubic", "nearest")
 _RESIZE_MODE = {"linear": "linear", "bilinear": "linear", "nearest": "nearest",
@@ -73,14 +73,14 @@ def warp_affine(inp: Tensor, mat: Tensor, out_shape: Union[Tuple[int, int], int,
                 interp_mode: str = "linear") -> Tensor:
     """Affine warp by `(batch, 2, 3)` matrices: output(h, w) = input(m10 w + m11 h + m12,
     m00 w + m01 h + m02). NHWC (the default) samples at 1/32-pixel precision like
-    MegEngine's OpenCV-derived kernel; NCHW exactly."""
-    if str(interp_mode).lower() != "linear":
-        raise ValueError(f"warp_affine: interp_mode {interp_mode!r}; MegEngine's CPU kernel "
-                         f"supports only 'linear'")
+    MegEngine's OpenCV-derived kernel; NCHW exactly. interp_mode "nearest", "cubic" and
+    "lanczos4" exist, as in MegEngine's CPU kernels, for NHWC float32/uint8 images of 1
+    to 3 channels only."""
     x = require_tensor("warp_affine", inp)
     return apply("warp_affine", x, cast(require_tensor("warp_affine", mat), "float32"),
                  out=_ints("warp_affine: out_shape", out_shape), border=_border(border_mode),
-                 border_val=float(border_val), format=str(format).upper())
+                 border_val=float(border_val), format=str(format).upper(),
+                 imode=str(interp_mode).upper())
 
 
 def remap(inp: Tensor, map_xy: Tensor, border_mode: str = "replicate", scalar: float = 0.0,
@@ -190,11 +190,26 @@ def interpolate(inp: Tensor, size: Optional[Union[int, Tuple[int, int]]] = None,
 
 def cvt_color(inp: Tensor, mode: str = "") -> Tensor:
     """Convert NHWC images between color formats ("RGB2GRAY", "BGR2GRAY", "RGB2YUV",
-    "YUV2RGB", "GRAY2RGB"; uint8 also "RGB2BGR", "BGR2RGB", "RGBA2RGB", "RGBA2BGR")."""
+    "YUV2RGB", "GRAY2RGB"; uint8 also "RGB2BGR", "BGR2RGB", "RGBA2RGB", "RGBA2BGR",
+    "RGBA2GRAY" and the YUV420 modes "[BT601_]YUV2{RGB,BGR}_{NV21,NV12,YV12,YU12}" and
+    "YUV2GRAY_*", which take (N, 3H/2, W, 1) images)."""
     from ..ops.color import MODES
     mode = mode.upper() if "YCrCb" not in mode else mode
     assert mode in MODES, "unspport mode for cvt_color"
     return apply("cvt_color", require_tensor("cvt_color", inp), mode=mode)
+
+
+def nvof(src: Tensor, precision: int = 1) -> Tensor:
+    """NVIDIA Optical Flow SDK on (n, t, h, w, 4) uint8 frames. MegEngine 1.13 has it only
+    as a CUDA kernel (on CPU it aborts the process); megtrace runs on CPU, so it exists
+    by name and refuses clearly."""
+    x = require_tensor("nvof", src)
+    if x.ndim != 5 or x.shape[4] != 4:
+        raise ValueError(f"nvof: src must be (n, t, h, w, 4) uint8 frames; got shape "
+                         f"{tuple(x.shape)}")
+    raise NotImplementedError(f"nvof (precision={precision}): NVIDIA's optical flow needs a "
+                              f"CUDA device; MegEngine 1.13 has no CPU kernel for it and "
+                              f"megtrace computes on CPU only")
 
 
 def roi_align(inp: Tensor, rois: Tensor, output_shape: Union[int, tuple, list],

@@ -83,7 +83,7 @@ def sample_np(src: np.ndarray, batch: np.ndarray, xs: np.ndarray, ys: np.ndarray
 
 
 # -- Relax --------------------------------------------------------------------------------
-def _border_index_relax(L, p, n: int, mode: str):
+def border_index_relax(L, p, n: int, mode: str):
     R = L.R
     i32 = lambda v: L.const(v, "int32")     # noqa: E731
     if mode in ("REPLICATE", "CONSTANT") or n == 1:
@@ -111,8 +111,8 @@ def sample_relax(L, src, src_shape, batch, xs, ys, *, border: str, border_val: f
     bv = L.const(border_val, "float32")
 
     def tap(iy, ix):
-        ry, vy = _border_index_relax(L, iy, h, border)
-        rx, vx = _border_index_relax(L, ix, w, border)
+        ry, vy = border_index_relax(L, iy, h, border)
+        rx, vx = border_index_relax(L, ix, w, border)
         flat = R.add(base, R.add(R.multiply(ry, L.const(w, "int32")), rx))
         val = R.take(rows, flat, axis=0)                    # M, OH, OW, C
         if vy is not None:

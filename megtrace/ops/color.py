@@ -1,11 +1,13 @@
 """cvt_color: MegEngine's CvtColor on NHWC images (channels last), with megdnn's CPU
-coefficients (float: BT.601 luma and its YUV; uint8 gray: OpenCV's 14-bit fixed point)."""
+coefficients (float: BT.601 luma and its YUV; uint8 gray: OpenCV's 14-bit fixed point;
+the uint8-only modes, YUV420 among them, in `_color_int`)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ShapeError
 from ..ir import TensorType
+from . import _color_int as ints
 from .registry import NOT_DIFFERENTIABLE, MgeOpr, OpDef, register
 
 _LUMA = (0.299, 0.587, 0.114)          # R, G, B weights
@@ -14,10 +16,12 @@ _GRAY_FIXED = (4899, 9617, 1868)       # the same, in units of 2**-14
 # mode -> (input channels, output channels, dtypes megtrace implements it for)
 MODES = {
     "RGB2GRAY": (3, 1, ("float32", "uint8")), "BGR2GRAY": (3, 1, ("float32", "uint8")),
-    "RGB2YUV": (3, 3, ("float32",)), "YUV2RGB": (3, 3, ("float32",)),
+    "RGB2YUV": (3, 3, ("float32", "uint8")), "YUV2RGB": (3, 3, ("float32", "uint8")),
     "GRAY2RGB": (1, 3, ("float32", "uint8")), "RGB2BGR": (3, 3, ("uint8",)),
     "BGR2RGB": (3, 3, ("uint8",)), "RGBA2RGB": (4, 3, ("uint8",)),
-    "RGBA2BGR": (4, 3, ("uint8",)),
+    "RGBA2BGR": (4, 3, ("uint8",)), "RGBA2GRAY": (4, 1, ("uint8",)),
+    # (N, 3H/2, W, 1) YUV420 images in, (N, H, W, 1 or 3) out
+    **{m: (1, 1 if m.startswith("YUV2GRAY") else 3, ("uint8",)) for m in ints.YUV420_MODES},
 }
 # pure channel selections
 _PICK = {"GRAY2RGB": (0, 0, 0), "RGB2BGR": (2, 1, 0), "BGR2RGB": (2, 1, 0),
@@ -34,7 +38,17 @@ def _infer(x, *, mode):
     if x.dtype not in dtypes:
         raise TypeError(f"cvt_color: {mode} on {x.dtype} is not supported; expected one of "
                         f"{dtypes}")
+    if mode in ints.YUV420_MODES:
+        rows = 6 if mode[-4:] in ("YV12", "YU12") else 3
+        if x.shape[1] % rows or x.shape[2] % 2:
+            raise ShapeError(f"cvt_color: {mode} needs a YUV420 image of 3H/2 rows, a "
+                             f"multiple of {rows}, and an even width; got {x}")
+        return TensorType((x.shape[0], x.shape[1] // 3 * 2, x.shape[2], cout), x.dtype)
     return TensorType(x.shape[:3] + (cout,), x.dtype)
+
+
+def _integer_kernel(mode: str, dtype) -> bool:
+    return mode in ints.YUV420_MODES or (mode in ints.UINT8_MODES and str(dtype) == "uint8")
 
 
 def _gray_weights(mode: str, fixed: bool):
@@ -43,6 +57,8 @@ def _gray_weights(mode: str, fixed: bool):
 
 
 def _eager(x, *, mode):
+    if _integer_kernel(mode, x.dtype):
+        return ints.convert(ints.NumpyInts(x), mode)
     if mode in _PICK:
         return x[..., list(_PICK[mode])]
     if mode in ("RGB2GRAY", "BGR2GRAY"):
@@ -66,6 +82,8 @@ def _eager(x, *, mode):
 
 def _lower(L, x, *, mode):
     R = L.R
+    if _integer_kernel(mode, L.types[0].dtype):
+        return ints.convert(ints.RelaxInts(L, x, L.types[0]), mode)
     if mode in _PICK:
         return R.take(x, L.const(np.array(_PICK[mode], np.int32), "int32"), axis=3)
 

@@ -32,10 +32,16 @@ def _align_infer(x, rois, *, mode, pooled, samples, spatial_scale, offset):
     _rois("roi_align", x, rois)
     if mode not in ("max", "average"):
         raise ValueError(f"roi_align: mode must be 'max' or 'average'; got {mode!r}")
-    if min(pooled) <= 0 or min(samples) <= 0:
-        raise ShapeError(f"roi_align: output size {pooled} and sample points {samples} must "
-                         f"be positive")
+    if min(pooled) <= 0 or min(samples) < 0:
+        raise ShapeError(f"roi_align: output size {pooled} must be positive and sample "
+                         f"points {samples} non-negative")
     return TensorType((rois.shape[0], x.shape[1]) + tuple(pooled), "float32")
+
+
+def _no_samples(samples) -> bool:
+    """MegEngine's CPU ROIAlign with 0 sample points (on either axis) pools nothing and
+    gives zeros (its docstring's "sample densely" is not what the kernel does)."""
+    return min(samples) == 0
 
 
 def _align_centres(rois, pooled, samples, spatial_scale, offset):
@@ -63,6 +69,8 @@ def _align_pool(values, k, c, pooled, samples, mode):
 
 def _align_eager(x, rois, *, mode, pooled, samples, spatial_scale, offset):
     k = rois.shape[0]
+    if _no_samples(samples):
+        return np.zeros((k, x.shape[1]) + tuple(pooled), np.promote_types(x.dtype, np.float32))
     batch, ys, xs = _align_centres(rois, pooled, samples, spatial_scale, offset)
     if k and (batch.min() < 0 or batch.max() >= x.shape[0]):
         raise IndexError(f"roi_align: roi batch index out of range [0, {x.shape[0]})")
@@ -77,6 +85,8 @@ def _align_lower(L, x, rois, *, mode, pooled, samples, spatial_scale, offset):
     R = L.R
     k = L.types[1].shape[0]
     c = L.types[0].shape[1]
+    if _no_samples(samples):
+        return R.zeros((k, c) + tuple(pooled), "float32")
     f = lambda v: L.const(v, "float32")     # noqa: E731
 
     def col(i):
@@ -124,6 +134,8 @@ def _align_vjp(V, inputs, outputs, grads, *, mode, pooled, samples, spatial_scal
     bin's gradient shared by its samples (average) or given to the samples equal to the
     bin's maximum, then through the bilinear taps."""
     (x, rois), (g,) = inputs, grads
+    if _no_samples(samples):
+        return V.zeros_like(x), None
     k, c = rois.shape[0], x.shape[1]
     (ph, pw), (sh, sw) = pooled, samples
     col = lambda i: V.apply("subtensor", rois, index=((1, i, i + 1, None, None),))  # noqa

@@ -106,8 +106,9 @@ def _depthwise(x, w, stride, padding, dilation, out_hw):
 
 
 def pool2d_max(x: np.ndarray, kernel, stride, padding, out_hw) -> np.ndarray:
-    """Max pooling; padding never wins (it is the dtype's lowest value)."""
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    """Max pooling; padding never wins (it is the dtype's lowest finite value, so a window
+    lying wholly in the padding gives -FLT_MAX as in MegEngine and the compiled graph)."""
+    lowest = np.finfo(x.dtype).min if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     ft = FlatTaps(x, kernel, stride, padding, (1, 1), out_hw, fill=lowest)
     out = None
     for _, _, plane, offset in ft.taps:

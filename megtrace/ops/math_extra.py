@@ -82,6 +82,11 @@ def _sign(e, x):
     return e("SUB", e("LT", zero, x), e("LT", x, zero))
 
 
+def _sign_np(x: np.ndarray) -> np.ndarray:
+    """megdnn's SIGN, `x < 0 ? -1 : (x > 0 ? 1 : 0)`: NaN gives 0 (as TVM's sign does)."""
+    return np.where(x > 0, 1, np.where(x < 0, -1, 0)).astype(x.dtype)
+
+
 _UNARY = [  # name, numpy, relax lowering, how it is written
     ("asin",  np.arcsin,  lambda R, x: R.asin(x),  _elemwise("ASIN")),
     ("acos",  np.arccos,  lambda R, x: R.acos(x),  _elemwise("ACOS")),
@@ -92,7 +97,7 @@ _UNARY = [  # name, numpy, relax lowering, how it is written
     ("asinh", np.arcsinh, lambda R, x: R.asinh(x), _composite(_asinh)),
     ("acosh", np.arccosh, lambda R, x: R.acosh(x), _composite(_acosh)),
     ("atanh", np.arctanh, lambda R, x: R.atanh(x), _composite(_atanh)),
-    ("sign",  np.sign,    lambda R, x: R.sign(x),  _composite(_sign)),
+    ("sign",  _sign_np,   lambda R, x: R.sign(x),  _composite(_sign)),
 ]
 
 

@@ -192,7 +192,8 @@ def _pool_eager(x, *, mode, kernel, stride, padding):
         return (total / (kernel[0] * kernel[1])).astype(x.dtype)
     ones = np.ones((1, 1) + x.shape[2:])
     count = eager_kernels.pool2d_sum(ones, kernel, stride, padding, out_hw)
-    return (total / count).astype(x.dtype)
+    # a window lying wholly in the padding averages to 0 (MegEngine, TVM's avg_pool2d)
+    return (total / np.maximum(count, 1)).astype(x.dtype)
 
 
 def _pool_lower(L, x, *, mode, kernel, stride, padding):

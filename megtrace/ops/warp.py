@@ -16,6 +16,7 @@ from ..ir import TensorType
 from ._sampling import BORDER_MODES, round_relax, round_to, sample_np, sample_relax
 from ._sampling_grad import sample_grads
 from ._warp_cv import cv_fixed_point, perspective_coords_np, perspective_coords_relax
+from . import _warp_affine_modes as affine_modes
 from .registry import MgeComposite, MgeOpr, OpDef, register
 from .shape import check_shape_input
 
@@ -439,8 +440,9 @@ def _fixed_point(x, format: str) -> bool:
     return format == "NHWC" and x.shape[3] in (1, 2, 3) and str(x.dtype) in ("float32", "uint8")
 
 
-def _affine_infer(x, mat, *, out, border, border_val, format):
+def _affine_infer(x, mat, *, out, border, border_val, format, imode="LINEAR"):
     _image("warp_affine", x)
+    _affine_imode(x, format, imode)
     _out_size("warp_affine", out)
     _border("warp_affine", border)
     if format not in ("NCHW", "NHWC"):
@@ -468,7 +470,27 @@ def _affine_coords_np(mat, out, fixed_point: bool):
     return axis(m[:, 0], m[:, 1], m[:, 2]), axis(m[:, 3], m[:, 4], m[:, 5])
 
 
-def _affine_eager(x, mat, *, out, border, border_val, format):
+def _affine_imode(x, format: str, imode: str) -> None:
+    """MegEngine's CPU warp_affine: bilinear everywhere; nearest, cubic and lanczos4 only
+    in its OpenCV-derived NHWC kernel (float32/uint8, 1 to 3 channels)."""
+    if imode not in affine_modes.IMODES:
+        raise ValueError(f"warp_affine: interp_mode must be one of "
+                         f"{[m.lower() for m in affine_modes.IMODES]}; got {imode.lower()!r}")
+    if imode == "LINEAR":
+        return
+    if format != "NHWC":
+        raise ValueError(f"warp_affine: interp_mode {imode.lower()!r} needs format 'NHWC' "
+                         f"(MegEngine's {format} kernel is bilinear only)")
+    if not affine_modes.supported(x.shape[3], x.dtype):
+        raise ValueError(f"warp_affine: interp_mode {imode.lower()!r} needs a float32 or "
+                         f"uint8 NHWC image of 1 to 3 channels (MegEngine's only kernel for "
+                         f"it); got {x}")
+
+
+def _affine_eager(x, mat, *, out, border, border_val, format, imode="LINEAR"):
+    if imode != "LINEAR":
+        return affine_modes.warp_np(x, mat, out, imode=imode, border=border,
+                                    border_val=_cv_border_val(x.dtype, border_val))
     nhwc = format == "NHWC"
     src = x.transpose(0, 3, 1, 2) if nhwc else x
     xs, ys = _affine_coords_np(mat, out, _fixed_point(x, format))
@@ -477,7 +499,10 @@ def _affine_eager(x, mat, *, out, border, border_val, format):
     return y.transpose(0, 2, 3, 1) if nhwc else y
 
 
-def _affine_lower(L, x, mat, *, out, border, border_val, format):
+def _affine_lower(L, x, mat, *, out, border, border_val, format, imode="LINEAR"):
+    if imode != "LINEAR":
+        return affine_modes.warp_relax(L, x, mat, L.types[0], out, imode=imode, border=border,
+                                       border_val=_cv_border_val(L.types[0].dtype, border_val))
     R = L.R
     n = L.types[1].shape[0]
     nhwc = format == "NHWC"
@@ -514,14 +539,18 @@ def _affine_lower(L, x, mat, *, out, border, border_val, format):
 
 
 def _affine_emit(em, types, p, inputs):
-    fields = {"imode": "LINEAR", "border_mode": p["border"],
+    fields = {"imode": p.get("imode", "LINEAR"), "border_mode": p["border"],
               "border_val": float(p["border_val"]), "format": p["format"]}
     return em.opr(WARP_AFFINE, fields, list(inputs) + [_size_const(em, p["out"])])
 
 
-def _affine_vjp(V, inputs, outputs, grads, *, out, border, border_val, format):
+def _affine_vjp(V, inputs, outputs, grads, *, out, border, border_val, format,
+                imode="LINEAR"):
     """Through the sampler with xs, ys affine in the matrix. The 1/32-pixel quantized
     coordinates of the NHWC fixed-point kernel are differentiated as the exact ones."""
+    if imode != "LINEAR":
+        raise NotImplementedError(f"warp_affine: no gradient for interp_mode "
+                                  f"{imode.lower()!r} (only 'linear' has one)")
     (x, mat), (g,) = inputs, grads
     if x.dtype.kind != "f":
         return None, None
@@ -547,6 +576,6 @@ def _affine_vjp(V, inputs, outputs, grads, *, out, border, border_val, format):
 
 register(OpDef("warp_affine",
                params={"out": (1, 1), "border": "REPLICATE", "border_val": 0.0,
-                       "format": "NHWC"},
+                       "format": "NHWC", "imode": "LINEAR"},
                eager=_affine_eager, infer=_affine_infer, lower=_affine_lower,
                mge=MgeComposite(_affine_emit), opaque_in_optimize=True, vjp=_affine_vjp))

@@ -61,6 +61,46 @@ cases = {
                   lambda i, w: F.nn.embedding(i, w)),
     "matmul_batched": ([x3, np.swapaxes(x3, 1, 2)], lambda a, b: F.matmul(a, b)),
     "matmul_3d_2d": ([x3, x2[:, :6].T.copy()], lambda a, b: F.matmul(a, b)),
+    # operands of different dtypes: float32 when either is a float (or bool)
+    "matmul_f32_f16": ([x3[0], x3[1].T.astype("float16")], lambda a, b: F.matmul(a, b)),
+    "matmul_i32_f16": ([np.arange(-6, 6, dtype="int32").reshape(3, 4),
+                        x3[0, :, :2].astype("float16")], lambda a, b: F.matmul(a, b)),
+    "matmul_bool_i8": ([x2[:, :4] > 10, np.arange(-4, 4, dtype="int8").reshape(4, 2)],
+                       lambda a, b: F.matmul(a, b)),
+    # integer activations: PRELU with a float slope computes in float32; RELU6 keeps ints
+    "leaky_relu_int": ([np.array([-4, -2, 0, 3, 7], "int32")], lambda a: F.leaky_relu(a, 0.1)),
+    "relu6_int32": ([np.array([-2, 0, 3, 9], "int32")], lambda a: F.relu6(a)),
+    "relu6_int8": ([np.array([-2, 0, 3, 9], "int8")], lambda a: F.relu6(a)),
+    # MegEngine applies output_padding only when its height part is non-zero
+    "conv_transpose2d_pad_w_only": ([x4[:, :, :4, :5], x4[0, :, :3, :3].reshape(3, 1, 3, 3)],
+                                    lambda a, w: F.conv_transpose2d(
+                                        a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                                        output_padding=(0, 1))),
+    "conv_transpose2d_pad_h_only": ([x4[:, :, :4, :5], x4[0, :, :3, :3].reshape(3, 1, 3, 3)],
+                                    lambda a, w: F.conv_transpose2d(
+                                        a, w, stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                                        output_padding=(1, 0))),
+    "conv_transpose3d_pad_w_only": ([x4[:1, :2, :3, :4, None].repeat(3, axis=4),
+                                     x4[1, :2, :3, :3, None].repeat(3, axis=3)
+                                     .reshape(2, 1, 3, 3, 3)],
+                                    lambda a, w: F.conv_transpose3d(
+                                        a, w, stride=(2, 2, 2), padding=(0, 0, 0),
+                                        dilation=(1, 1, 1), output_padding=(0, 0, 1))),
+    # avg_pool2d passes its mode on to Pooling: "max" is max pooling
+    "avg_pool_mode_max": ([x4], lambda a: F.avg_pool2d(a, 2, mode="max")),
+    # windows lying wholly in the padding: -FLT_MAX
+    "max_pool_empty_windows": ([x4[:1, :2, :2, :2]], lambda a: F.max_pool2d(a, 2, 1, 2)),
+    # megdnn's SIGN: NaN gives 0
+    "sign_nan": ([np.array([1, np.nan, np.inf, -np.inf, 0, -0.0, -2.5], "float32")],
+                 lambda a: F.sign(a)),
+    # ROIAlign with 0 sample points gives zeros
+    "roi_align_no_samples": ([x4, np.array([[0, 1, 1, 5, 4], [1, 0.5, 2, 6, 4.5]], "float32")],
+                             lambda a, r: F.vision.roi_align(a, r, 2, sample_points=(0, 2))),
+    # an even kernel_size works as the odd size below it (taps -radius..radius)
+    "correlation_even_kernel": ([x4, x4[::-1].copy()], lambda a, b: F.vision.correlation(
+        a, b, kernel_size=2, max_displacement=1, pad_size=1)),
+    "correlation_kernel_4": ([x4, x4[::-1].copy()], lambda a, b: F.vision.correlation(
+        a, b, kernel_size=4, max_displacement=1, stride2=1, pad_size=2, is_multiply=False)),
 }
 
 out = {}

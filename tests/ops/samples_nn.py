@@ -173,6 +173,19 @@ def _window_transpose_ref(x, out, window, padding, stride, dilation):
     return img
 
 
+def _affine_nearest_ref(x, mat, *, out, imode):
+    """OpenCV's nearest warpAffine (NHWC, REPLICATE): sources rounded at 1/1024 pixel."""
+    res = np.zeros((mat.shape[0],) + tuple(out) + (x.shape[3],), x.dtype)
+    for k, m in enumerate(mat.astype(np.float64)):
+        for i in range(out[0]):
+            for j in range(out[1]):
+                sx = (round(m[0, 0] * j * 1024) + round((m[0, 1] * i + m[0, 2]) * 1024) + 512)
+                sy = (round(m[1, 0] * j * 1024) + round((m[1, 1] * i + m[1, 2]) * 1024) + 512)
+                res[k, i, j] = x[k, min(max(sy >> 10, 0), x.shape[1] - 1),
+                                 min(max(sx >> 10, 0), x.shape[2] - 1)]
+    return res
+
+
 def _affine_ref(x, mat, *, out, border="REPLICATE", border_val=0.0, format="NHWC"):
     """Exact, except NHWC with 1-3 channels: sources at 1/32 pixel, as OpenCV's warpAffine
     computes them."""
@@ -376,6 +389,8 @@ SAMPLES += [
            {"out": (4, 7)}, ref=_affine_ref, tag="nhwc"),
     Sample("warp_affine", lambda rng: [f32(1, 5, 6, 4)(rng), _perspective(1)(rng)[:, :2]],
            {"out": (3, 7)}, ref=_affine_ref, tag="nhwc-4-channels"),
+    Sample("warp_affine", lambda rng: [f32(2, 5, 6, 3)(rng), _perspective(2)(rng)[:, :2]],
+           {"out": (4, 7), "imode": "NEAREST"}, ref=_affine_nearest_ref, tag="nhwc-nearest"),
     *[Sample("warp_affine", lambda rng: [f32(1, 2, 5, 4)(rng), _perspective(1)(rng)[:, :2]],
              {"out": (6, 5), "border": mode, "border_val": 0.25, "format": "NCHW"},
              ref=_affine_ref, tag=f"nchw-{mode.lower()}")
