@@ -137,6 +137,25 @@ def test_load_graph_runs_megengine_quantized_dump(tag, suffix):
     assert {"quantized_astype", "quantized_conv_bias", "quantized_elemwise"} <= ops
 
 
+QAT_DUMPS = DATA.parent / "qat_dumps"       # tests/data/make_megengine_qat_dumps.py
+
+
+@pytest.mark.parametrize("name,op", [("fake_quant", "fake_quant"), ("fake_quant_v1", "fake_quant"),
+                                     ("tqt", "tqt"), ("lsq", "lsq")])
+def test_load_graph_runs_megengine_qat_dump(name, op):
+    """MegEngine's QAT dumps hold FakeQuant / TQT / LSQ oprs: read back as megtrace's ops
+    with their qmin/qmax, they give MegEngine's eager QAT output (activations snapped to
+    the int8 grid, so a flipped rounding would show as a whole step)."""
+    gold = np.load(QAT_DUMPS / f"{name.replace('_v1', '')}.npz")
+    model = mge.load_graph(QAT_DUMPS / f"{name}.mge")
+    nodes = [n for n in model.graph.nodes if n.op.name == op]
+    assert len(nodes) >= 4
+    assert {(dict(n.params)["qmin"], dict(n.params)["qmax"]) for n in nodes} <= {
+        (-128, 127), (-127, 127)}
+    np.testing.assert_allclose(np.asarray(model(data=gold["x"]).numpy()), gold["y"],
+                               rtol=1e-5, atol=1e-5)
+
+
 # -- single quantized ops: the compiled trace equals eager (eager equals real MegEngine:
 # tests/test_quantized_eager.py) ------------------------------------------------------
 QGOLD = np.load(DATA.parent / "quantized_golden.npz")
