@@ -196,6 +196,11 @@ CASES = {
     "qmul-qsub": (lambda a, b: _elemwise_multi_type(
         _elemwise_multi_type(a, b, mode="qmul", dtype=D.qint8(0.025)), b, mode="qsub",
         dtype=D.qint8(0.03)), ["emt_a", "emt_b"]),
+    "qfloor-qceil-qround-qcond_leq_mov": (lambda a, b: F.concat([
+        _elemwise_multi_type(a, mode=m, dtype=D.qint8(0.025))
+        for m in ("qfloor", "qceil", "qround")] + [
+        _elemwise_multi_type(a, b, a, mode="qcond_leq_mov", dtype=D.qint8(0.025))], 0),
+        ["emt_a", "emt_b"]),
 }
 _SCALES = {"pool_x": D.qint8(0.1), "pool_ties": D.qint8(1.0), "mm_a": D.qint8(0.01),
            "mm_b": D.qint8(0.02), "int_a": D.qint8(0.5), "int_b": D.qint8(0.5),

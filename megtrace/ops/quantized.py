@@ -139,9 +139,9 @@ def _conv_infer(x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, 
         b = bias[0]
         if b.quant is None or b.quant.name != "QuantizedS32" or b.size != oc:
             raise DTypeError(f"{op}: bias must be QuantizedS32 with {oc} values; got {b}")
-    if str(nonlinear_mode).lower() not in ("identity", "relu"):
+    if str(nonlinear_mode).lower() not in ("identity", "relu", "h_swish"):
         raise UnsupportedOpError(f"{op}: nonlinear_mode {nonlinear_mode!r} on quantized "
-                                  "dtypes; megtrace has identity and relu")
+                                  "dtypes; megtrace has identity, relu and h_swish")
     oh = (x.shape[2] + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (x.shape[3] + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     if oh <= 0 or ow <= 0:
@@ -190,6 +190,12 @@ def lower_conv_epilogue(L, acc, bias, nonlinear_mode, dtype):
     weight): the bias added, the nonlinearity, the TypeCvt to `dtype`, as Q.conv_bias."""
     R = L.R
     tx, tw = L.types[0], L.types[1]
+    if str(nonlinear_mode).lower() == "h_swish":
+        raise UnsupportedOpError(
+            "quantized_conv_bias: nonlinear_mode 'h_swish' cannot be compiled: its float32 "
+            "h_swish of the int32 accumulator may differ from MegEngine's by one ulp, which "
+            "moves quantized results (it runs eagerly); use identity and a quantized "
+            "Elemwise('h_swish') instead")
     if bias:
         acc = R.add(acc, R.reshape(bias[0], (1, L.out.shape[1], 1, 1)))
     if str(nonlinear_mode).lower() == "relu":
@@ -261,10 +267,14 @@ EMT_MODES = {"qadd": (6, "add"), "qfuse_add_relu": (7, "fuse_add_relu"), "qmul":
              "qfuse_add_tanh": (14, "fuse_add_tanh"), "qrelu": (15, "relu"),
              "qabs": (16, "abs"), "qsigmoid": (17, "sigmoid"), "qexp": (18, "exp"),
              "qtanh": (19, "tanh"), "qnegate": (22, "neg"), "qcos": (26, "cos"),
-             "qsin": (31, "sin")}
+             "qsin": (31, "sin"), "qfuse_mul_add3": (20, "fuse_mul_add3"),
+             "qfast_tanh": (21, "fast_tanh"), "qceil": (25, "ceil"), "qfloor": (28, "floor"),
+             "qlog": (29, "log"), "qround": (32, "round"), "qerf": (33, "erf"),
+             "qpow": (46, "pow"), "qcond_leq_mov": (50, "cond_leq_mov"),
+             "qh_swish": (51, "hswish"), "qfuse_add_h_swish": (52, "fuse_add_h_swish")}
 EMT_BY_NUMBER = {n: m for m, (n, _) in EMT_MODES.items()}
 _EXACT = {"qadd", "qfuse_add_relu", "qmul", "qmin", "qmax", "qsub", "qtrue_div", "qrelu",
-          "qabs", "qnegate"}
+          "qabs", "qnegate", "qfloor", "qceil", "qround", "qcond_leq_mov"}
 
 
 def _float_op(mode: str):
