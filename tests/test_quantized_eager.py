@@ -302,3 +302,31 @@ def test_conv_bias_h_swish_and_convolution_mode_match_megengine(key, kwargs, out
     b = mge.tensor(bias.view(D.qint32(0.0005)))
     y = F.quantized.conv_bias_activation(x, w, b, D.qint8(out_scale), **kwargs)
     np.testing.assert_array_equal(raw(y), MODES_GOLD[key])
+
+
+def test_tensor_dtypes_hold_float32_scales_as_megengine_tensors_do():
+    """tests/data/show_megengine_quantized_dtype_facts.py: qint8(0.1) keeps 0.1, a tensor's
+    dtype the float32 value (whether made by astype or from an array of that dtype)."""
+    f32 = float(np.float32(0.1))
+    assert D.get_scale(D.qint8(0.1)) == 0.1 and D.quint8(0.1, 3).metadata["mgb_dtype"] == {
+        "name": "Quantized8Asymm", "scale": 0.1, "zero_point": 3}
+    t = mge.tensor(np.array([0.3, 0.5], np.float32)).astype(D.qint8(0.1))
+    assert D.get_scale(t.dtype) == D.get_scale(t.numpy().dtype) == f32 != 0.1
+    u = mge.tensor(np.array([3, 5], np.int8).view(D.qint8(0.1)))
+    assert D.get_scale(u.dtype) == f32 and u.numpy().tolist() == [3, 5]
+    assert not D.is_dtype_equal(t.dtype, D.qint8(0.1)) and t.dtype == D.qint8(0.1)
+    assert D.is_dtype_equal(t.dtype, D.qint8(f32))
+
+
+def test_full_reduction_of_a_quantized_tensor_is_0_d():
+    q = mge.tensor(np.arange(6, dtype=np.float32) / 10).astype(D.qint8(0.1))
+    assert [r.shape for r in (q.sum(), q.max(), q.min(), F.sum(q), F.max(q),
+                              F.sum(q, axis=0))] == [()] * 6
+    assert F.sum(q.reshape(2, 3), axis=1, keepdims=True).shape == (2, 1)
+    assert float(q.sum().astype("float32").numpy()) == pytest.approx(1.5)
+    assert D.get_scale(q.max().dtype) == float(np.float32(0.1))
+
+
+def test_is_lowbit_as_megengine():
+    assert not D.is_lowbit(D.qint4(0.1)) and not D.is_lowbit(D.qint8(0.1))
+    assert not D.is_lowbit(np.int8)

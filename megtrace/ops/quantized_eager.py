@@ -61,8 +61,9 @@ def storage(arr: np.ndarray) -> np.ndarray:
 
 
 def attach(values: np.ndarray, qdtype: np.dtype) -> np.ndarray:
-    """`values` (integers) stored as the quantized dtype `qdtype`."""
-    return np.ascontiguousarray(values).astype(np.dtype(qdtype.str), copy=False).view(qdtype)
+    """`values` (integers) stored as the quantized dtype `qdtype` (a 0-d result stays 0-d:
+    np.ascontiguousarray would make it 1-d)."""
+    return np.asarray(values, order="C").astype(np.dtype(qdtype.str), copy=False).view(qdtype)
 
 
 def scale_of(dtype) -> float:
