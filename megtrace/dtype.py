@@ -103,8 +103,11 @@ def as_array(value, dtype=None) -> np.ndarray:
     if quantized is not None:
         out = arr.astype(quantized, copy=False)
         out = out if out.flags.c_contiguous else out.copy()
-        # NumPy's dtype equality ignores metadata: astype may keep the old scale
-        return out if out.dtype.metadata == quantized.metadata else out.view(quantized)
+        # NumPy's dtype equality ignores metadata: astype keeps the array's own quantization
+        # where the storage matches (load_state_dict's values bring their scales), so the
+        # float32 rounding of its scale is applied here
+        own = _quantized(out.dtype)
+        return out if own is None or own.metadata == out.dtype.metadata else out.view(own)
     target = canonical(dtype if dtype is not None else arr.dtype)
     out = arr.astype(target, copy=False)
     return out if out.flags.c_contiguous else out.copy()

@@ -166,7 +166,7 @@ def test_quantized_checkpoints_keep_their_scales(tmp_path, weights_only):
     saved int8 weights load with their scale into a quantized net, as whole modules do (real
     MegEngine 1.13 loads such a file: tests/data/check_megtrace_quantized_state_in_megengine.py)."""
     import copy
-    from megtrace.core.tensor.dtype import get_scale
+    from megtrace.core.tensor.dtype import get_scale, qint8
     qat, z, x = _quantized_net()
     weight = z.state_dict()["1.weight"]
     mge.save({"state": z.state_dict(), "tensor": z[1].weight}, tmp_path / "z.pkl")
@@ -175,8 +175,8 @@ def test_quantized_checkpoints_keep_their_scales(tmp_path, weights_only):
     assert back["state"]["1.weight"].dtype.metadata == weight.dtype.metadata
     assert np.array_equal(back["state"]["1.weight"].view(np.int8), weight.view(np.int8))
     assert back["tensor"].dtype.metadata == weight.dtype.metadata
-    blank = copy.deepcopy(z)
-    blank[1].weight._reset(mge.tensor(np.zeros(weight.shape, weight.dtype)))
+    blank = copy.deepcopy(z)           # another scale: the loaded dtype must replace it
+    blank[1].weight._reset(mge.tensor(np.zeros(weight.shape, np.int8).view(qint8(1.0))))
     blank.load_state_dict(back["state"])
     assert get_scale(blank[1].weight.dtype) == get_scale(weight.dtype)
     assert np.array_equal(blank(x).numpy(), z(x).numpy())
