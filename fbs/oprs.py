@@ -107,3 +107,5 @@ KNOWN_V1 |= {"LRN"}
 # F.random.permutation/shuffle and F.nn.dropout
 KNOWN_V1 |= {"RNNForward", "LSTMForward", "PermutationRNG", "ShuffleRNG", "Dropout",
              "MultiHeadAttn"}
+# fake quantization oprs of QAT dumps (MGB_SEREG_OPR(FakeQuant, 3), (TQT, 2), (LSQ, 4))
+KNOWN_V1 |= {"FakeQuant", "TQT", "LSQ"}

@@ -95,13 +95,19 @@ def info(dtype: str) -> DTypeInfo:
 
 def as_array(value, dtype=None) -> np.ndarray:
     """Convert a Python/NumPy value into an array with a megtrace dtype. A quantized
-    dtype (MegEngine's qint8, ...: metadata "mgb_dtype") is kept, the values cast to its
-    storage as they are (MegEngine: `Tensor(data, dtype=qint8(s))` stores `data`)."""
+    dtype (MegEngine's qint8, ...: metadata "mgb_dtype") is kept, its scale rounded to
+    float32 as a tensor's is, the values cast to its storage as they are (MegEngine:
+    `Tensor(data, dtype=qint8(s))` stores `data`)."""
     arr = np.asarray(value)
     quantized = _quantized(dtype) if dtype is not None else _quantized(arr.dtype)
     if quantized is not None:
         out = arr.astype(quantized, copy=False)
-        return out if out.flags.c_contiguous else out.copy()
+        out = out if out.flags.c_contiguous else out.copy()
+        # NumPy's dtype equality ignores metadata: astype keeps the array's own quantization
+        # where the storage matches (load_state_dict's values bring their scales), so the
+        # float32 rounding of its scale is applied here
+        own = _quantized(out.dtype)
+        return out if own is None or own.metadata == out.dtype.metadata else out.view(own)
     target = canonical(dtype if dtype is not None else arr.dtype)
     out = arr.astype(target, copy=False)
     return out if out.flags.c_contiguous else out.copy()
@@ -168,8 +174,11 @@ class QuantParam:
         return self.name in ("Quantized8Asymm", "Quantized4Asymm")
 
     def np_dtype(self) -> np.dtype:
-        """The NumPy dtype megtrace.core.tensor.dtype builds for it."""
-        meta = {"name": self.name, "scale": float(self.scale)}
+        """The NumPy dtype of a tensor of this quantization. Its scale is the float32 value
+        as a Python float, as MegEngine's tensors report it (their C++ dtype holds a float:
+        `Tensor(x).astype(qint8(0.1)).dtype` says 0.10000000149011612, while qint8(0.1)
+        itself keeps 0.1)."""
+        meta = {"name": self.name, "scale": float(np.float32(self.scale))}
         if self.asymmetric:
             meta["zero_point"] = int(self.zero_point)
         return np.dtype(self.storage, metadata={"mgb_dtype": meta})
@@ -222,4 +231,7 @@ def read_file_dtype(enum: int, scale: float | None, zero_point: int = 0) -> "str
 def _quantized(dtype) -> np.dtype | None:
     """`dtype` as a NumPy dtype when it is one of MegEngine's quantized dtypes."""
     meta = getattr(dtype, "metadata", None)
-    return dtype if meta and "mgb_dtype" in meta else None
+    if not meta or "mgb_dtype" not in meta:
+        return None
+    q = QuantParam.of(dtype)
+    return dtype if q.np_dtype().metadata == meta else q.np_dtype()   # a tensor's scale is float32

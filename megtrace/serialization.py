@@ -77,9 +77,11 @@ class _Unpickler(pickle.Unpickler):
 
 def _is_model_class(cls: type) -> bool:
     """Classes of the running program a safe load may rebuild: Modules and Tensors, whose
-    state is data (the file can name them, never import them)."""
+    state is data (the file can name them, never import them), and the quantized dtype
+    description a QAT module's observers hold."""
+    from .core.tensor.dtype import QuantDtypeMeta
     from .module.module import Module
-    return issubclass(cls, (Module, Tensor))
+    return issubclass(cls, (Module, Tensor)) or cls is QuantDtypeMeta
 
 
 def _reconstruct(cls, base, state):
@@ -125,6 +127,13 @@ _STAND_INS = {("megengine.tensor", "Tensor"): _megengine_name("megengine.tensor"
                   _megengine_name("numpy.core.multiarray", "scalar")}
 
 
+def _pickled_dtype(dtype: np.dtype, plain):
+    """A quantized dtype keeps its scale (`metadata["mgb_dtype"]`) only as the dtype object
+    itself, which pickles as numpy.dtype(...) plus its state, as NumPy 1.x writes it; plain
+    dtypes keep their short form `plain`."""
+    return dtype if dtype.metadata else plain
+
+
 class _Pickler(pickle.Pickler):
     """Arrays are pickled as numpy.ndarray(shape, dtype, bytes) and NumPy scalars as
     numpy.core.multiarray.scalar(dtype, bytes): NumPy 2 would write `numpy._core`
@@ -136,7 +145,8 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         from .quantization.utils import QParams, QuantMode
         if type(obj) is np.ndarray and obj.dtype.kind in "biufcSU":
-            return np.ndarray, (obj.shape, obj.dtype.str, np.ascontiguousarray(obj).tobytes())
+            return np.ndarray, (obj.shape, _pickled_dtype(obj.dtype, obj.dtype.str),
+                                np.ascontiguousarray(obj).tobytes())
         if isinstance(obj, np.generic) and obj.dtype.kind in "biufcSU":
             # a NumPy scalar (a checkpoint's best accuracy, an epoch count) as NumPy 1.x
             # pickles it: NumPy 2 would name numpy._core
@@ -145,7 +155,8 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, Tensor):
             kind = "Parameter" if isinstance(obj, Parameter) else "Tensor"
             value, dtype, device = obj.__getnewargs__()
-            return (_STAND_INS["megengine.tensor", kind], (value, dtype.name, device),
+            return (_STAND_INS["megengine.tensor", kind],
+                    (value, _pickled_dtype(dtype, dtype.name), device),
                     obj.__getstate__())
         if type(obj) is QParams:      # object.__new__(QParams), then its slots
             return (copyreg._reconstructor,

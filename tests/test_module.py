@@ -144,6 +144,58 @@ def test_pickled_tensors_name_megengine_classes(tmp_path):
     assert np.array_equal(back["w"].numpy(), obj["w"].numpy()) and back["step"] == 3
 
 
+def _quantized_net():
+    from megtrace.quantization import quantize, quantize_qat
+    net = M.Sequential(M.QuantStub(), M.ConvRelu2d(2, 3, 3, padding=1), M.DequantStub())
+    rng = np.random.RandomState(0)
+    for p in net.parameters():
+        p._reset(mge.tensor(rng.uniform(-1, 1, p.shape).astype("float32")))
+    x = mge.tensor(rng.uniform(-2, 2, (2, 2, 4, 4)).astype("float32"))
+    qat = quantize_qat(net)
+    qat(x)
+    qat.eval()
+    z = quantize(qat)
+    z.eval()
+    return qat, z, x
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_quantized_checkpoints_keep_their_scales(tmp_path, weights_only):
+    """A quantized dtype's scale lives in the NumPy dtype's metadata, which pickles only
+    with the dtype object itself (numpy.dtype plus its state, as NumPy 1.x writes it): the
+    saved int8 weights load with their scale into a quantized net, as whole modules do (real
+    MegEngine 1.13 loads such a file: tests/data/check_megtrace_quantized_state_in_megengine.py)."""
+    import copy
+    from megtrace.core.tensor.dtype import get_scale, qint8
+    qat, z, x = _quantized_net()
+    weight = z.state_dict()["1.weight"]
+    mge.save({"state": z.state_dict(), "tensor": z[1].weight}, tmp_path / "z.pkl")
+    assert b"numpy._core" not in (tmp_path / "z.pkl").read_bytes()
+    back = mge.load(tmp_path / "z.pkl", weights_only=weights_only)
+    assert back["state"]["1.weight"].dtype.metadata == weight.dtype.metadata
+    assert np.array_equal(back["state"]["1.weight"].view(np.int8), weight.view(np.int8))
+    assert back["tensor"].dtype.metadata == weight.dtype.metadata
+    blank = copy.deepcopy(z)           # another scale: the loaded dtype must replace it
+    blank[1].weight._reset(mge.tensor(np.zeros(weight.shape, np.int8).view(qint8(1.0))))
+    blank.load_state_dict(back["state"])
+    assert get_scale(blank[1].weight.dtype) == get_scale(weight.dtype)
+    assert np.array_equal(blank(x).numpy(), z(x).numpy())
+    for whole in (z, qat):
+        mge.save(whole, tmp_path / "m.pkl")
+        again = mge.load(tmp_path / "m.pkl", weights_only=weights_only)
+        assert np.array_equal(again(x).numpy(), whole(x).numpy())
+
+
+def test_plain_dtypes_still_pickle_by_their_short_name(tmp_path):
+    """Only quantized dtypes need the dtype object: plain arrays keep the (shape, 'dtype
+    string', bytes) form that MegEngine's NumPy 1.x loads."""
+    import pickletools
+    mge.save({"w": np.ones(2, np.float32), "t": mge.tensor([1, 2])}, tmp_path / "p.pkl")
+    strings = [arg for op, arg, _ in pickletools.genops((tmp_path / "p.pkl").read_bytes())
+               if op.name == "SHORT_BINUNICODE"]
+    assert "<f4" in strings and "int32" in strings and "dtype" not in strings
+
+
 def test_module_call_passes_any_keyword_and_input_count_to_forward():
     """Module.__call__'s one-input shortcut must not take a forward parameter's name
     (its own first parameter is positional-only), and calls with none, several or

@@ -159,3 +159,38 @@ def test_quantized_dtypes():
     stored = qdtype.convert_to_qint8(arr, q)
     assert stored.dtype == np.int8 and stored.tolist() == [1, -4, 127]
     np.testing.assert_allclose(qdtype.convert_from_qint8(stored), [0.25, -1.0, 31.75])
+
+
+def test_qat_concat_has_megengines_unused_weight_observer():
+    """MegEngine's QAT Concat keeps a weight observer and fake quantizer (never fed), so a
+    QAT state dict has cat.weight_observer.{min,max}_val and strict loads work both ways
+    (tests/data/show_megengine_qat_concat.py)."""
+    from megtrace.quantization import reset_qconfig
+
+    class Net(M.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.c, self.cat = M.QuantStub(), M.Conv2d(3, 2, 1), M.Concat()
+
+        def forward(self, x):
+            y = self.c(self.q(x))
+            return self.cat([y, y], axis=1)
+
+    x = mge.tensor(np.linspace(-1, 1, 24, dtype="float32").reshape(2, 3, 2, 2))
+    q = quantize_qat(Net())
+    q(x)
+    assert [k for k in q.state_dict() if k.startswith("cat.")] == [
+        "cat.act_observer.max_val", "cat.act_observer.min_val", "cat.act_observer.momentum",
+        "cat.act_observer.runtime_momentum", "cat.weight_observer.max_val",
+        "cat.weight_observer.min_val"]
+    assert q.cat.with_weight and q.cat.get_weight_dtype() is not None
+    assert [type(q.cat.weight_observer).__name__, type(q.cat.weight_fake_quant).__name__] == [
+        "MinMaxObserver", "FakeQuantize"]
+    assert (q.cat.weight_observer.min_val.item(), q.cat.weight_observer.max_val.item()) == (
+        np.finfo(np.float32).max, -np.finfo(np.float32).max)
+    r = reset_qconfig(q, tqt_qconfig, inplace=False)
+    assert type(r.cat.weight_fake_quant).__name__ == "TQT" and r.cat.weight_observer is None
+    q.eval()
+    z = quantize(q)
+    z.eval()
+    assert z(x).shape == (2, 4, 2, 2)

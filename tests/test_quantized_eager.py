@@ -220,3 +220,113 @@ def test_quantized_pooling_and_nearest_resize_match_megengine():
                       ("ties_avg_pad", F.avg_pool2d(ties, 2, 2, 1))):
         assert D.get_scale(got.dtype) == D.get_scale((ties if "ties" in name else x).dtype)
         np.testing.assert_array_equal(raw(got), GOLD[f"pool_{name}"], err_msg=name)
+
+
+# -- more modes (tests/data/make_megengine_quantized_modes.py) ------------------------------
+MODES_GOLD = np.load(pathlib.Path(__file__).parent / "data" / "quantized_modes.npz")
+_MODE_ARGS = {"qh_swish": "x", "qfuse_mul_add3": "xyz", "qfloor": "x", "qceil": "x",
+              "qround": "x", "qlog": "p", "qpow": "py", "qfast_tanh": "x", "qerf": "x",
+              "qfuse_add_h_swish": "xy", "qcond_leq_mov": "xyz"}
+
+
+def _mode_operand(key):
+    name, scale = {"x": ("emt_x", 0.05), "y": ("emt_y", 0.03), "z": ("emt_z", 0.02),
+                   "p": ("emt_pos", 0.05)}[key]
+    return mge.tensor(MODES_GOLD[name].view(D.qint8(scale)))
+
+
+@pytest.mark.parametrize("mode", sorted(_MODE_ARGS))
+def test_more_elemwise_multi_type_modes_match_megengine_on_every_int8(mode):
+    """Every qint8 value through the mode (qh_swish of MobileNetV3-style nets included):
+    dequantized, MegEngine's float32 Elemwise, quantized."""
+    args = [_mode_operand(k) for k in _MODE_ARGS[mode]]
+    got = raw(_elemwise_multi_type(*args, mode=mode, dtype=D.qint8(0.04)))
+    # float32 transcendental functions may differ in the last bit between libms
+    np.testing.assert_allclose(got, MODES_GOLD[f"emt_{mode}"],
+                               atol=1 if mode in ("qlog", "qpow", "qerf") else 0)
+
+
+def test_quantized_h_swish_module_is_its_qat_output():
+    net = quantize_qat(M.Sequential(M.QuantStub(), M.Elemwise("h_swish"), M.DequantStub()))
+    x = mge.tensor(np.linspace(-4, 4, 24, dtype=np.float32).reshape(2, 3, 4))
+    net(x)
+    net.eval()
+    want = net(x).numpy()
+    z = quantize(net)
+    z.eval()
+    np.testing.assert_array_equal(z(x).numpy(), want)
+
+
+def test_float_fused_elemwise_modes_match_megengine():
+    """fuse_add_h_swish (MegEngine's CPU kernel rounds h_swish one way in SIMD lanes and
+    another in the tail: within an ulp), cond_leq_mov (x <= y ? z : 0) and fast_tanh."""
+    x, y, z = (mge.tensor(MODES_GOLD[f"float_{k}"]) for k in "xyz")
+    np.testing.assert_allclose(M.Elemwise("fuse_add_h_swish")(x, y).numpy(),
+                               MODES_GOLD["float_fuse_add_h_swish"], rtol=3e-7, atol=1e-7)
+    np.testing.assert_array_equal(M.Elemwise("cond_leq_mov")(x, y, z).numpy(),
+                                  MODES_GOLD["float_cond_leq_mov"])
+    np.testing.assert_array_equal(M.Elemwise("fast_tanh")(x).numpy(),
+                                  MODES_GOLD["float_fast_tanh"])
+    np.testing.assert_allclose(M.Elemwise("fuse_add_h_swish")(
+        mge.tensor([1.0, -2.0, 3.0]), mge.tensor(0.5)).numpy(), [1.125, -0.375, 3.5])
+
+
+def test_float_fused_modes_gradients():
+    """MegEngine's rules: H_SWISH_GRAD of x + y for both inputs of fuse_add_h_swish;
+    cond_leq_mov passes z's gradient where x <= y and none to x and y."""
+    from megtrace.autodiff import GradManager
+    x, y, z = (mge.Parameter(MODES_GOLD[f"float_{k}"]) for k in "xyz")
+    gm = GradManager().attach([x, y, z])
+    with gm:
+        gm.backward((M.Elemwise("fuse_add_h_swish")(x, y)
+                     + M.Elemwise("cond_leq_mov")(x, y, z)).sum())
+    s = (x + y).numpy()
+    dh = np.where(s < -3, 0, np.where(s > 3, 1, (2 * s + 3) / 6))
+    np.testing.assert_allclose(x.grad.numpy(), dh, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(y.grad.numpy(), dh, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(z.grad.numpy(), (x.numpy() <= y.numpy()).astype(np.float32))
+
+
+@pytest.mark.parametrize("key,kwargs,out_scale", [
+    ("conv_h_swish", dict(padding=1, nonlinear_mode="h_swish"), 0.03),
+    ("conv_h_swish_nobias_stride2", dict(stride=2, nonlinear_mode="H_SWISH"), 0.02),
+    ("conv_convolution", dict(padding=1, conv_mode="convolution"), 0.03),
+    ("conv_cross_correlation", dict(padding=1), 0.03)])
+def test_conv_bias_h_swish_and_convolution_mode_match_megengine(key, kwargs, out_scale):
+    """h_swish: MegEngine's CPU epilogue (float32 h_swish of the dequantized accumulator and
+    bias, times the reciprocal of the output scale); conv_mode="convolution": MegEngine's
+    CPU kernels compute the same cross-correlation."""
+    x = mge.tensor(MODES_GOLD["conv_x"].view(D.qint8(0.05)))
+    w = mge.tensor(MODES_GOLD["conv_w"].view(D.qint8(0.01)))
+    bias = MODES_GOLD["conv_b"] if "nobias" not in key else np.zeros((1, 4, 1, 1), np.int32)
+    b = mge.tensor(bias.view(D.qint32(0.0005)))
+    y = F.quantized.conv_bias_activation(x, w, b, D.qint8(out_scale), **kwargs)
+    np.testing.assert_array_equal(raw(y), MODES_GOLD[key])
+
+
+def test_tensor_dtypes_hold_float32_scales_as_megengine_tensors_do():
+    """tests/data/show_megengine_quantized_dtype_facts.py: qint8(0.1) keeps 0.1, a tensor's
+    dtype the float32 value (whether made by astype or from an array of that dtype)."""
+    f32 = float(np.float32(0.1))
+    assert D.get_scale(D.qint8(0.1)) == 0.1 and D.quint8(0.1, 3).metadata["mgb_dtype"] == {
+        "name": "Quantized8Asymm", "scale": 0.1, "zero_point": 3}
+    t = mge.tensor(np.array([0.3, 0.5], np.float32)).astype(D.qint8(0.1))
+    assert D.get_scale(t.dtype) == D.get_scale(t.numpy().dtype) == f32 != 0.1
+    u = mge.tensor(np.array([3, 5], np.int8).view(D.qint8(0.1)))
+    assert D.get_scale(u.dtype) == f32 and u.numpy().tolist() == [3, 5]
+    assert not D.is_dtype_equal(t.dtype, D.qint8(0.1)) and t.dtype == D.qint8(0.1)
+    assert D.is_dtype_equal(t.dtype, D.qint8(f32))
+
+
+def test_full_reduction_of_a_quantized_tensor_is_0_d():
+    q = mge.tensor(np.arange(6, dtype=np.float32) / 10).astype(D.qint8(0.1))
+    assert [r.shape for r in (q.sum(), q.max(), q.min(), F.sum(q), F.max(q),
+                              F.sum(q, axis=0))] == [()] * 6
+    assert F.sum(q.reshape(2, 3), axis=1, keepdims=True).shape == (2, 1)
+    assert float(q.sum().astype("float32").numpy()) == pytest.approx(1.5)
+    assert D.get_scale(q.max().dtype) == float(np.float32(0.1))
+
+
+def test_is_lowbit_as_megengine():
+    assert not D.is_lowbit(D.qint4(0.1)) and not D.is_lowbit(D.qint8(0.1))
+    assert not D.is_lowbit(np.int8)

@@ -137,6 +137,25 @@ def test_load_graph_runs_megengine_quantized_dump(tag, suffix):
     assert {"quantized_astype", "quantized_conv_bias", "quantized_elemwise"} <= ops
 
 
+QAT_DUMPS = DATA.parent / "qat_dumps"       # tests/data/make_megengine_qat_dumps.py
+
+
+@pytest.mark.parametrize("name,op", [("fake_quant", "fake_quant"), ("fake_quant_v1", "fake_quant"),
+                                     ("tqt", "tqt"), ("lsq", "lsq")])
+def test_load_graph_runs_megengine_qat_dump(name, op):
+    """MegEngine's QAT dumps hold FakeQuant / TQT / LSQ oprs: read back as megtrace's ops
+    with their qmin/qmax, they give MegEngine's eager QAT output (activations snapped to
+    the int8 grid, so a flipped rounding would show as a whole step)."""
+    gold = np.load(QAT_DUMPS / f"{name.replace('_v1', '')}.npz")
+    model = mge.load_graph(QAT_DUMPS / f"{name}.mge")
+    nodes = [n for n in model.graph.nodes if n.op.name == op]
+    assert len(nodes) >= 4
+    assert {(dict(n.params)["qmin"], dict(n.params)["qmax"]) for n in nodes} <= {
+        (-128, 127), (-127, 127)}
+    np.testing.assert_allclose(np.asarray(model(data=gold["x"]).numpy()), gold["y"],
+                               rtol=1e-5, atol=1e-5)
+
+
 # -- single quantized ops: the compiled trace equals eager (eager equals real MegEngine:
 # tests/test_quantized_eager.py) ------------------------------------------------------
 QGOLD = np.load(DATA.parent / "quantized_golden.npz")
@@ -177,6 +196,11 @@ CASES = {
     "qmul-qsub": (lambda a, b: _elemwise_multi_type(
         _elemwise_multi_type(a, b, mode="qmul", dtype=D.qint8(0.025)), b, mode="qsub",
         dtype=D.qint8(0.03)), ["emt_a", "emt_b"]),
+    "qfloor-qceil-qround-qcond_leq_mov": (lambda a, b: F.concat([
+        _elemwise_multi_type(a, mode=m, dtype=D.qint8(0.025))
+        for m in ("qfloor", "qceil", "qround")] + [
+        _elemwise_multi_type(a, b, a, mode="qcond_leq_mov", dtype=D.qint8(0.025))], 0),
+        ["emt_a", "emt_b"]),
 }
 _SCALES = {"pool_x": D.qint8(0.1), "pool_ties": D.qint8(1.0), "mm_a": D.qint8(0.01),
            "mm_b": D.qint8(0.02), "int_a": D.qint8(0.5), "int_b": D.qint8(0.5),
@@ -206,11 +230,28 @@ def test_op_without_quantized_kernel_is_refused_by_name():
         t(x)
 
 
-def test_inexact_elemwise_mode_is_refused_when_compiled():
+@pytest.mark.parametrize("mode,inputs", [
+    ("qsigmoid", 1), ("qtanh", 1), ("qexp", 1), ("qcos", 1), ("qsin", 1), ("qh_swish", 1),
+    ("qfast_tanh", 1), ("qfuse_add_sigmoid", 2), ("qfuse_add_tanh", 2), ("qpow", 2),
+    ("qfuse_add_h_swish", 2)])
+def test_transcendental_elemwise_modes_compile_as_eager_tables(mode, inputs):
+    """TVM's float32 sigmoid/tanh/exp may differ from NumPy's by an ulp, which would move
+    quantized results: for 8-bit inputs the compiled graph looks eager's integers up in a
+    table of every input combination (256 or 65536 entries), so it equals eager (and, as
+    tests/test_quantized_eager.py shows, MegEngine)."""
     a = _q("emt_a", D.qint8(0.03))
+    b = mge.tensor((QGOLD["emt_b"].astype(np.float32) * np.float32(0.1)).astype(np.float32)
+                   ).astype(D.quint8(0.02, 128))          # an asymmetric second input
+    args = (a, b)[:inputs]
+    _traced_equals_eager(lambda *xs: _elemwise_multi_type(*xs, mode=mode,
+                                                           dtype=D.qint8(0.025)), *args)
+
+
+def test_elemwise_mode_table_too_large_is_refused_when_compiled():
+    a = mge.tensor(np.arange(6, dtype=np.float32)).astype(D.qint32(0.01))
     t = trace(lambda a: _elemwise_multi_type(a, mode="qsin", dtype=D.qint8(0.025)),
               symbolic=True)
-    with pytest.raises(UnsupportedOpError, match="qsin.*QuantizedS8"):
+    with pytest.raises(UnsupportedOpError, match="qsin.*QuantizedS32.*65536 entries"):
         t(a)
         t(a)
 

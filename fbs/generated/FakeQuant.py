@@ -24,11 +24,37 @@ class FakeQuant(object):
     def Init(self, buf, pos):
         self._tab = flatbuffers.table.Table(buf, pos)
 
+    # FakeQuant
+    def Qmin(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return -2147483648
+
+    # FakeQuant
+    def Qmax(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 2147483647
+
 def FakeQuantStart(builder):
-    builder.StartObject(0)
+    builder.StartObject(2)
 
 def Start(builder):
     FakeQuantStart(builder)
+
+def FakeQuantAddQmin(builder, qmin):
+    builder.PrependInt32Slot(0, qmin, -2147483648)
+
+def AddQmin(builder, qmin):
+    FakeQuantAddQmin(builder, qmin)
+
+def FakeQuantAddQmax(builder, qmax):
+    builder.PrependInt32Slot(1, qmax, 2147483647)
+
+def AddQmax(builder, qmax):
+    FakeQuantAddQmax(builder, qmax)
 
 def FakeQuantEnd(builder):
     return builder.EndObject()

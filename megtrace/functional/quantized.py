@@ -32,10 +32,15 @@ def _quantized_tensor(fn: str, what: str, t: Tensor) -> Tensor:
     return t
 
 
-def _check_modes(fn: str, conv_mode: str, compute_mode: str) -> None:
-    if str(conv_mode).lower() != "cross_correlation":
+def _check_modes(fn: str, conv_mode: str, compute_mode: str,
+                 convolution_too: bool = False) -> None:
+    """`convolution_too`: MegEngine 1.13's CPU ConvBias on quantized dtypes computes a
+    cross-correlation whichever conv_mode it is given (checked: "convolution" gives the
+    same integers), so conv_bias_activation accepts both and computes them the same way."""
+    modes = ("cross_correlation", "convolution") if convolution_too else ("cross_correlation",)
+    if str(conv_mode).lower() not in modes:
         raise NotImplementedError(f"{fn}: conv_mode {conv_mode!r}; megtrace runs "
-                                  "'cross_correlation'")
+                                  f"{' and '.join(map(repr, modes))}")
     if str(compute_mode).lower() != "default":
         raise ValueError(f"{fn}: compute_mode must be 'default' for quantized dtypes; got "
                          f"{compute_mode!r}")
@@ -47,10 +52,10 @@ def conv_bias_activation(inp: Tensor, weight: Tensor, bias: Tensor, dtype=None,
                          conv_mode="cross_correlation", compute_mode="default") -> Tensor:
     """Quantized conv2d + bias + activation (MegEngine's ConvBias): int32 accumulation of
     the int8 input and weight, the qint32 bias (scale = input scale * weight scale) added,
-    `nonlinear_mode` ("identity" or "relu") applied, the result converted to `dtype`
-    (the quantized_conv_bias op: eager, traced and dumped)."""
+    `nonlinear_mode` ("identity", "relu" or "h_swish") applied, the result converted to
+    `dtype` (the quantized_conv_bias op: eager, traced and dumped; h_swish eager only)."""
     fn = "conv_bias_activation"
-    _check_modes(fn, conv_mode, compute_mode)
+    _check_modes(fn, conv_mode, compute_mode, convolution_too=True)
     tensors = [_quantized_tensor(fn, "inp", inp), _quantized_tensor(fn, "weight", weight)]
     if bias is not None:
         tensors.append(_quantized_tensor(fn, "bias", bias))

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import DTypeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes, same_dtype
-from .grad_elemwise import binary_vjp, fuse_mul_add3_vjp, unary_vjp
+from .grad_elemwise import TERNARY_VJPS, binary_vjp, unary_vjp
 from .registry import NOT_DIFFERENTIABLE, MgeComposite, MgeOpr, OpDef, register
 from .rounding import lower_round_half_away, round_half_away
 from .shape import TYPE_CVT
@@ -38,6 +38,33 @@ def _f64(fn):
 
 def _relu6(x):
     return np.minimum(np.maximum(x, 0), 6)
+
+
+def _fast_tanh(x):
+    """MegEngine's FAST_TANH, a rational approximation of tanh, in the input's float dtype
+    step for step as its kernel computes it."""
+    f = x.dtype.type
+    return x * (f(27) + x * x) / (f(27) + f(9) * x * x)
+
+
+def _lower_fast_tanh(L, x):
+    R = L.R
+    x2 = R.multiply(x, x)
+    return R.divide(R.multiply(x, R.add(_c(L, 27), x2)),
+                    R.add(_c(L, 27), R.multiply(R.multiply(_c(L, 9), x), x)))
+
+
+def hswish_float32(z):
+    """MegEngine's CPU H_SWISH kernel (its SIMD lanes) in z's float dtype:
+    z * min(max(z + 3, 0), 6) * (1 / 6)."""
+    f = z.dtype.type
+    return z * np.minimum(np.maximum(z + f(3), f(0)), f(6)) * f(1 / 6)
+
+
+def _lower_hswish_sum(L, a, b):
+    R = L.R
+    z = R.add(a, b)
+    return R.multiply(R.multiply(z, R.clip(R.add(z, _c(L, 3)), 0.0, 6.0)), _c(L, 1 / 6))
 
 
 def _softplus(x):
@@ -74,6 +101,7 @@ _UNARY = [  # name,     numpy,        relax lowering,                       Elem
     ("softplus", _f64(_softplus),
      lambda L, x: L.R.add(_log1p_exp_neg_abs(L, x), L.R.nn.relu(x)),
      "SOFTPLUS"),
+    ("fast_tanh", _fast_tanh, _lower_fast_tanh,                           "FAST_TANH"),
     ("logsigmoid", _f64(lambda x: -_softplus(-x)),
      lambda L, x: L.R.negative(L.R.add(_log1p_exp_neg_abs(L, x),
                                        L.R.nn.relu(L.R.negative(x)))),   "LOGSIGMOID"),
@@ -179,7 +207,8 @@ def _elemwise(mode: str) -> MgeOpr:
     return MgeOpr("Elemwise", "Elemwise", match={"mode": mode})
 
 
-_NEEDS_CONTEXT = {"round", "log1p", "expm1", "hswish", "hsigmoid", "softplus", "logsigmoid"}
+_NEEDS_CONTEXT = {"round", "log1p", "expm1", "hswish", "hsigmoid", "softplus", "logsigmoid",
+                  "fast_tanh"}
 
 for _name, _fn, _lower, _mode in _UNARY:
     _lo = _lower if _name in _NEEDS_CONTEXT else (lambda L, x, _l=_lower: _l(L.R, x))
@@ -251,6 +280,10 @@ _FUSED = [  # name,        arity, numpy,                                 relax, 
     ("fuse_add_sigmoid", 2, lambda a, b: _sigmoid(a + b),               lambda R, a, b: R.sigmoid(R.add(a, b)), "FUSE_ADD_SIGMOID"),
     ("fuse_add_tanh",    2, lambda a, b: np.tanh(a + b),                lambda R, a, b: R.tanh(R.add(a, b)),    "FUSE_ADD_TANH"),
     ("fuse_mul_add3",    3, lambda a, b, c: a * b + c,                  lambda R, a, b, c: R.add(R.multiply(a, b), c), "FUSE_MUL_ADD3"),
+    ("fuse_add_h_swish", 2, lambda a, b: hswish_float32(a + b),              _lower_hswish_sum,                      "FUSE_ADD_H_SWISH"),
+    # x <= y ? z : 0
+    ("cond_leq_mov",     3, lambda a, b, c: np.where(a <= b, c, np.zeros((), c.dtype)),
+     lambda R, a, b, c: R.where(R.less_equal(a, b), c, R.zeros_like(c)),                  "COND_LEQ_MOV"),
 ]
 
 
@@ -265,5 +298,6 @@ def _nary_infer(name, arity):
 
 for _name, _arity, _fn, _lower, _mode in _FUSED:
     register(OpDef(_name, eager=_typed(_fn), infer=_nary_infer(_name, _arity),
-                   lower=lambda L, *xs, _l=_lower: _l(L.R, *xs), mge=_elemwise(_mode),
-                   vjp=fuse_mul_add3_vjp if _arity == 3 else binary_vjp(_name)))
+                   lower=_lower if _name == "fuse_add_h_swish" else
+                   (lambda L, *xs, _l=_lower: _l(L.R, *xs)), mge=_elemwise(_mode),
+                   vjp=TERNARY_VJPS[_name] if _arity == 3 else binary_vjp(_name)))

@@ -75,6 +75,13 @@ def _hswish(V, x, y, g):
     return V.select(_cmp(V, "lt", x, _c(V, -3, x)), V.zeros_like(g), above)
 
 
+def _fast_tanh(V, x, y, g):
+    """MegEngine's FAST_TANH_GRAD: ((-48 x^2) / (3 + x^2) + 27 + x^2) / ((3 + x^2) * 9)."""
+    x2 = x * x
+    deno = _c(V, 3, x) + x2
+    return (_c(V, -48, x) * x2 / deno + _c(V, 27, x) + x2) / (deno * _c(V, 9, x)) * g
+
+
 UNARY_VJPS = {
     "relu": _relu,
     "sigmoid": lambda V, x, y, g: g * y * (_c(V, 1, y) - y),
@@ -101,6 +108,7 @@ UNARY_VJPS = {
     "hsigmoid": lambda V, x, y, g: V.select(_between(V, x, -3, 3), g * _c(V, 1 / 6, x)),
     "softplus": lambda V, x, y, g: g * _sigmoid_of(V, x),
     "logsigmoid": lambda V, x, y, g: g * _sigmoid_of(V, V.apply("neg", x)),
+    "fast_tanh": _fast_tanh,
     # math_extra
     "asin": lambda V, x, y, g: g / V.apply("cos", y),
     "acos": lambda V, x, y, g: V.apply("neg", g / V.apply("sin", y)),
@@ -148,6 +156,7 @@ BINARY_VJPS = {
     "fuse_add_relu": lambda V, a, b, y, g: (_relu(V, None, y, g),) * 2,
     "fuse_add_sigmoid": lambda V, a, b, y, g: (g * y * (_c(V, 1, y) - y),) * 2,
     "fuse_add_tanh": lambda V, a, b, y, g: (g * (_c(V, 1, y) - y * y),) * 2,
+    "fuse_add_h_swish": lambda V, a, b, y, g: (_hswish(V, a + b, y, g),) * 2,
 }
 
 
@@ -162,3 +171,9 @@ def binary_vjp(name: str):
 
 
 fuse_mul_add3_vjp = _elementwise(lambda V, a, b, c, y, g: (g * b, g * a, g))
+# COND_LEQ_MOV (x <= y ? z : 0): z's gradient where the condition held, none for x and y
+TERNARY_VJPS = {
+    "fuse_mul_add3": fuse_mul_add3_vjp,
+    "cond_leq_mov": _elementwise(lambda V, a, b, c, y, g: (
+        None, None, V.select(_cmp(V, "le", a, b), g))),
+}

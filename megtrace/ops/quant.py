@@ -4,8 +4,8 @@ training: values are snapped to the grid of an integer dtype and mapped back to 
 Each forward is MegEngine's kernel, step for step, in the input's float dtype (C `round`
 rounds halves away from zero). The gradients are MegEngine's straight-through rules
 (FakeQuantBackward, TQTBackward, LSQBackward). In a .mge file each op is written as the
-chain of Elemwise oprs computing its forward (MegEngine writes FakeQuant/TQT/LSQ oprs,
-whose params megtrace's schema does not carry): a runtime computes the same values.
+chain of Elemwise oprs computing its forward (a runtime computes the same values); the
+FakeQuant/TQT/LSQ oprs of MegEngine's QAT dumps are read back as these ops.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..ir import TensorType
 from ._rules import broadcast_shapes
-from .registry import MgeComposite, MgeOpr, OpDef, register
+from .registry import MgeComposite, MgeOpr, OpDef, get, register
 from .rounding import lower_round_half_away, round_half_away
 
 ELEMWISE = MgeOpr("Elemwise", "Elemwise")
@@ -48,6 +48,16 @@ _PARAMS = {"qmin": -2147483648, "qmax": 2147483647}
 def _clip_np(v, qmin, qmax):
     v = np.where(v <= qmin, np.asarray(qmin, v.dtype), v)
     return np.where(v >= qmax, np.asarray(qmax, v.dtype), v)
+
+
+def _reader(op: str):
+    """Reads MegEngine's opr of the same name (inputs in our order, params qmin/qmax)."""
+    def read(g, opr, ins, _shapes):
+        fields = opr.params[0][1] if opr.params else {}
+        params = {k: int(fields.get(k, default)) for k, default in _PARAMS.items()}
+        outs = list(g.add_node(get(op), ins, params, name_hint=opr.name or opr.type))
+        return outs + [None] * (len(opr.outputs) - len(outs))
+    return read
 
 
 def _emit_tools(em, types):
@@ -91,7 +101,8 @@ def _fq_vjp(V, inputs, outputs, grads, *, qmin, qmax):
 
 
 register(OpDef("fake_quant", eager=_fq_eager, infer=_infer("fake_quant"), lower=_fq_lower,
-               mge=MgeComposite(_fq_emit), params=_PARAMS, vjp=_fq_vjp))
+               mge=MgeComposite(_fq_emit), params=_PARAMS,
+               mge_read={"FakeQuant": _reader("fake_quant")}, vjp=_fq_vjp))
 
 
 # -- tqt(x, log2_scale): clip(round(x / 2^s)) * 2^s (trained quantization thresholds) -----
@@ -131,7 +142,8 @@ def _tqt_vjp(V, inputs, outputs, grads, *, qmin, qmax):
 
 
 register(OpDef("tqt", eager=_tqt_eager, infer=_infer("tqt"), lower=_tqt_lower,
-               mge=MgeComposite(_tqt_emit), params=_PARAMS, vjp=_tqt_vjp))
+               mge=MgeComposite(_tqt_emit), params=_PARAMS,
+               mge_read={"TQT": _reader("tqt")}, vjp=_tqt_vjp))
 
 
 # -- lsq(x, step, zero_point, grad_scale): (round(clip(x / s + zp)) - zp) * s -------------
@@ -171,4 +183,5 @@ def _lsq_vjp(V, inputs, outputs, grads, *, qmin, qmax):
 
 
 register(OpDef("lsq", eager=_lsq_eager, infer=_infer("lsq"), lower=_lsq_lower,
-               mge=MgeComposite(_lsq_emit), params=_PARAMS, vjp=_lsq_vjp))
+               mge=MgeComposite(_lsq_emit), params=_PARAMS,
+               mge_read={"LSQ": _reader("lsq")}, vjp=_lsq_vjp))

@@ -139,9 +139,9 @@ def _conv_infer(x, w, *bias, stride, padding, dilation, groups, nonlinear_mode, 
         b = bias[0]
         if b.quant is None or b.quant.name != "QuantizedS32" or b.size != oc:
             raise DTypeError(f"{op}: bias must be QuantizedS32 with {oc} values; got {b}")
-    if str(nonlinear_mode).lower() not in ("identity", "relu"):
+    if str(nonlinear_mode).lower() not in ("identity", "relu", "h_swish"):
         raise UnsupportedOpError(f"{op}: nonlinear_mode {nonlinear_mode!r} on quantized "
-                                  "dtypes; megtrace has identity and relu")
+                                  "dtypes; megtrace has identity, relu and h_swish")
     oh = (x.shape[2] + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (x.shape[3] + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     if oh <= 0 or ow <= 0:
@@ -190,6 +190,12 @@ def lower_conv_epilogue(L, acc, bias, nonlinear_mode, dtype):
     weight): the bias added, the nonlinearity, the TypeCvt to `dtype`, as Q.conv_bias."""
     R = L.R
     tx, tw = L.types[0], L.types[1]
+    if str(nonlinear_mode).lower() == "h_swish":
+        raise UnsupportedOpError(
+            "quantized_conv_bias: nonlinear_mode 'h_swish' cannot be compiled: its float32 "
+            "h_swish of the int32 accumulator may differ from MegEngine's by one ulp, which "
+            "moves quantized results (it runs eagerly); use identity and a quantized "
+            "Elemwise('h_swish') instead")
     if bias:
         acc = R.add(acc, R.reshape(bias[0], (1, L.out.shape[1], 1, 1)))
     if str(nonlinear_mode).lower() == "relu":
@@ -254,17 +260,22 @@ register(OpDef("quantized_conv_bias", eager=_conv_eager, infer=_conv_infer,
 # -- quantized_elemwise: ElemwiseMultiType's quantized modes ----------------------------
 # MegEngine's ElemwiseMultiType mode numbers (dnn/scripts/opr_param_defs.py) -> the
 # registry's float op; `exact`: modes whose float32 Relax result equals NumPy's bit for
-# bit (so the quantized integers do), the only ones a compiled graph runs
+# bit (so the quantized integers do), compiled as float arithmetic; the others compile
+# as a lookup table of eager's results where the inputs are 8-bit
 EMT_MODES = {"qadd": (6, "add"), "qfuse_add_relu": (7, "fuse_add_relu"), "qmul": (8, "mul"),
              "qmin": (9, "minimum"), "qmax": (10, "maximum"), "qsub": (11, "sub"),
              "qtrue_div": (12, "div"), "qfuse_add_sigmoid": (13, "fuse_add_sigmoid"),
              "qfuse_add_tanh": (14, "fuse_add_tanh"), "qrelu": (15, "relu"),
              "qabs": (16, "abs"), "qsigmoid": (17, "sigmoid"), "qexp": (18, "exp"),
              "qtanh": (19, "tanh"), "qnegate": (22, "neg"), "qcos": (26, "cos"),
-             "qsin": (31, "sin")}
+             "qsin": (31, "sin"), "qfuse_mul_add3": (20, "fuse_mul_add3"),
+             "qfast_tanh": (21, "fast_tanh"), "qceil": (25, "ceil"), "qfloor": (28, "floor"),
+             "qlog": (29, "log"), "qround": (32, "round"), "qerf": (33, "erf"),
+             "qpow": (46, "pow"), "qcond_leq_mov": (50, "cond_leq_mov"),
+             "qh_swish": (51, "hswish"), "qfuse_add_h_swish": (52, "fuse_add_h_swish")}
 EMT_BY_NUMBER = {n: m for m, (n, _) in EMT_MODES.items()}
 _EXACT = {"qadd", "qfuse_add_relu", "qmul", "qmin", "qmax", "qsub", "qtrue_div", "qrelu",
-          "qabs", "qnegate"}
+          "qabs", "qnegate", "qfloor", "qceil", "qround", "qcond_leq_mov"}
 
 
 def _float_op(mode: str):
@@ -302,15 +313,53 @@ class _FloatCtx:
         self.const, self.normalize = L.const, L.normalize
 
 
+_TABLE_LIMIT = 1 << 16      # one or two 8-bit inputs
+
+
+def _emt_table(types, mode: str, dtype) -> np.ndarray | None:
+    """The mode's result for every combination of the inputs' stored values, computed by
+    the eager rule (so a compiled graph gives eager's integers bit for bit, whatever
+    TVM's float32 sigmoid or tanh would round to); None where that is too many values."""
+    ranges = [Q._RANGE[t.quant.name] for t in types]
+    if np.prod([hi - lo + 1 for lo, hi in ranges], dtype=np.float64) > _TABLE_LIMIT:
+        return None
+    grids = np.meshgrid(*[np.arange(lo, hi + 1) for lo, hi in ranges], indexing="ij")
+    values = [Q.attach(g.ravel(), t.quant.np_dtype()) for g, t in zip(grids, types)]
+    with np.errstate(all="ignore"):     # combinations outside the domain (log of -1)
+        return Q.storage(_emt_eager(*values, mode=mode, dtype=dtype))
+
+
 def _emt_lower(L, *xs, mode, dtype):
     if mode not in _EXACT:
-        raise UnsupportedOpError(
-            f"quantized_elemwise: mode {mode!r} on {L.types[0].quant.name} cannot be "
-            "compiled: TVM's float32 {0} may differ from NumPy's by one ulp, which moves "
-            "quantized results; megtrace compiles {1}".format(mode[1:], sorted(_EXACT)))
+        return _emt_lower_table(L, xs, mode, dtype)
     values = [L.normalize(lower_dequantize(L, x, t.quant)) for x, t in zip(xs, L.types)]
     v = _float_op(mode).lower(_FloatCtx(L, L.types), *values)
     return lower_quantize(L, v, param_of(dtype))
+
+
+def _emt_lower_table(L, xs, mode, dtype):
+    """Modes whose float32 Relax result may differ from NumPy's by an ulp (sigmoid, tanh,
+    exp, ...): a lookup in the table of every input combination, indexed by the stored
+    values (row-major over the inputs, as _emt_table lays it out)."""
+    R = L.R
+    table = _emt_table(L.types, mode, dtype)
+    if table is None:
+        raise UnsupportedOpError(
+            f"quantized_elemwise: mode {mode!r} on {', '.join(t.quant.name for t in L.types)} "
+            "cannot be compiled: TVM's float32 {0} may differ from NumPy's by one ulp, which "
+            "moves quantized results, and a table of every input combination is larger than "
+            "{1} entries (one or two 8-bit inputs); megtrace compiles {2} on any "
+            "input".format(mode[1:], _TABLE_LIMIT, sorted(_EXACT)))
+    index, stride = None, 1
+    for x, t in reversed(list(zip(xs, L.types))):
+        lo, hi = Q._RANGE[t.quant.name]
+        term = R.subtract(R.astype(x, "int32"), L.const(lo, "int32"))
+        if stride != 1:
+            term = R.multiply(term, L.const(stride, "int32"))
+        index = term if index is None else R.add(term, index)
+        stride *= hi - lo + 1
+    # in range by construction; "clip" spares TVM's warning about unchecked indices
+    return R.take(L.const(table, str(table.dtype)), index, axis=0, mode="clip")
 
 
 def _emt_emit(em, types, p, inputs):

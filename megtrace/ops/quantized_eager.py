@@ -61,8 +61,9 @@ def storage(arr: np.ndarray) -> np.ndarray:
 
 
 def attach(values: np.ndarray, qdtype: np.dtype) -> np.ndarray:
-    """`values` (integers) stored as the quantized dtype `qdtype`."""
-    return np.ascontiguousarray(values).astype(np.dtype(qdtype.str), copy=False).view(qdtype)
+    """`values` (integers) stored as the quantized dtype `qdtype` (a 0-d result stays 0-d:
+    np.ascontiguousarray would make it 1-d)."""
+    return np.asarray(values, order="C").astype(np.dtype(qdtype.str), copy=False).view(qdtype)
 
 
 def scale_of(dtype) -> float:
@@ -174,6 +175,23 @@ def qint32_dtype(scale: float) -> np.dtype:
     return np.dtype("int32", metadata={"mgb_dtype": {"name": "QuantizedS32", "scale": scale}})
 
 
+def _conv_h_swish(acc, bias, acc_scale: float, out_dtype) -> np.ndarray:
+    """MegEngine's CPU H_SWISH epilogue (fallback FuseAddHSwishOp / HSwishOp from qint32):
+    accumulator and bias each times its scale in float32, h_swish, then times the
+    reciprocal of the output scale (not divided by it, as TypeCvt does) and rounded."""
+    from .elemwise import hswish_float32     # elemwise imports the registry, which imports us
+    f32 = np.float32
+    z = acc.astype(f32) * f32(acc_scale)
+    if bias is not None:
+        z = z + storage(bias).astype(f32) * f32(scale_of(bias.dtype))
+    out = np.dtype(out_dtype) if out_dtype is not None else qint32_dtype(acc_scale)
+    meta = mgb_meta(out)
+    lo, hi = _RANGE[meta["name"]]
+    q = round_half_away(hswish_float32(z) * (f32(1) / f32(meta["scale"])))
+    return attach(np.clip(q.astype(np.float64) + _zero_point(meta), lo, hi).astype(np.int64),
+                  out)
+
+
 def conv_bias(acc: np.ndarray, bias: np.ndarray | None, acc_scale: float,
               nonlinear_mode: str, out_dtype) -> np.ndarray:
     """The epilogue of MegEngine's quantized ConvBias: int32 accumulator plus the qint32
@@ -187,11 +205,13 @@ def conv_bias(acc: np.ndarray, bias: np.ndarray | None, acc_scale: float,
                             "scale = input scale * weight scale)")
         total = total + storage(bias).astype(np.int64)
     mode = str(nonlinear_mode).lower()
+    if mode == "h_swish":
+        return _conv_h_swish(acc, bias, acc_scale, out_dtype)
     if mode == "relu":
         total = np.maximum(total, 0)
     elif mode not in ("identity",):
         raise NotImplementedError(f"conv_bias_activation: nonlinear_mode {nonlinear_mode!r} "
-                                  "on quantized dtypes; megtrace has identity and relu")
+                                  "on quantized dtypes; megtrace has identity, relu and h_swish")
     q32 = attach(np.clip(total, -2 ** 31, 2 ** 31 - 1), qint32_dtype(acc_scale))
     if out_dtype is None:
         return q32

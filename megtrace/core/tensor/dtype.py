@@ -87,6 +87,13 @@ def get_dtype_bit(dtype_name: str) -> int:
     return int(digits[0])
 
 
+def is_lowbit(dtype) -> bool:
+    """Whether `dtype` is one of MegEngine's packed 1/2/4-bit integer dtypes (intb1, intb2,
+    intb4), which megtrace does not have: always False (qint4 is not one of them; MegEngine
+    1.13 says False for it too)."""
+    return False
+
+
 def _check_zero_point(zp: int, dtype_meta: QuantDtypeMeta) -> None:
     if zp < dtype_meta.qmin or zp > dtype_meta.qmax:
         raise ValueError("zero_point should be within [{}, {}] for {}".format(

@@ -27,9 +27,8 @@ class Elemwise(FloatElemwise.Elemwise, QATModule):
 
 
 class Concat(FloatConcat.Concat, QATModule):
-    """Concat whose result is fake-quantized."""
-
-    with_weight = False
+    """Concat whose result is fake-quantized. Like MegEngine's, it keeps the (unused)
+    weight observer and fake quantizer, so QAT state dicts have the same keys."""
 
     def forward(self, inps: Iterable[Tensor], axis: int = 0):
         return self.apply_quant_activation(super().forward(inps, axis))
