@@ -251,3 +251,23 @@ def test_dropout_draws_a_new_mask_on_every_traced_call(symbolic):
     # the same mask, later runs new ones
     np.testing.assert_array_equal(outs[0], outs[1])
     assert not np.array_equal(outs[1], outs[2])
+
+
+def test_size_may_be_a_counted_tensor():
+    """MegEngine's detection samplers draw `uniform(size=mask.sum())` (Models,
+    layers/det/sampling.py); MegEngine 1.13 gives shape (3,) here."""
+    import megtrace.random as R
+    labels = mge.tensor(np.array([1, -1, 0, 1, 1, -1], "int32"))
+    n = (labels == 1).sum()
+    assert R.uniform(size=n).shape == (3,)
+    assert R.normal(size=n).shape == (3,)
+    assert R.uniform(size=(n, 2)).shape == (3, 2)
+    values = R.uniform(size=n).numpy()
+    assert ((values >= 0) & (values < 1)).all()
+
+
+def test_get_device_count_by_fork_counts_like_get_device_count():
+    """MegEngine's model scripts count GPUs with the deprecated helper."""
+    import megtrace.distributed.helper as helper
+    assert helper.get_device_count_by_fork("gpu") == mge.get_device_count("gpu") == 0
+    assert helper.get_device_count_by_fork("cpu") == mge.get_device_count("cpu") >= 1

@@ -8,6 +8,7 @@ import math
 from typing import Callable, Sequence
 
 from .. import functional as F
+from ..device import get_device_count
 from ..tensor import Tensor
 from .group import group_barrier, is_distributed
 
@@ -79,3 +80,9 @@ def param_pack_concat(inps: Sequence[Tensor], offsets: Tensor,
         pieces.append(t.flatten())
         at = end
     return F.concat(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def get_device_count_by_fork(device_type: str) -> int:
+    """Deprecated since MegEngine 1.5 (megengine.device.get_device_count); MegEngine's
+    model scripts still call it to count GPUs."""
+    return get_device_count(device_type)

@@ -51,6 +51,9 @@ def _size(size) -> tuple[int, ...]:
         return (1,)
     if isinstance(size, (int, np.integer)):
         return (int(size),)
+    if isinstance(size, (Tensor, np.ndarray)):   # `uniform(size=mask.sum())` (a count)
+        value = size.numpy() if isinstance(size, Tensor) else size
+        return tuple(int(d) for d in np.atleast_1d(value))
     return tuple(int(d) for d in size)
 
 

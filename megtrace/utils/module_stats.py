@@ -16,6 +16,7 @@ from collections import namedtuple
 from typing import Callable, Iterable, Optional
 
 import numpy as np
+import tabulate
 
 from .. import functional as F
 from .. import module as M
@@ -198,14 +199,11 @@ def _sized_totals(rows: list[dict], dim_key: str, bar_length_max: int) -> tuple[
 
 
 def _table(title: str, rows: list[dict], header: list[str]) -> None:
-    """Log `rows` under `title` as MegEngine does (tabulate's plain format: the header
-    as the first row, left-aligned columns two spaces apart, dashed rules around)."""
+    """Log `rows` under `title` as MegEngine does: a tabulate table whose first row is
+    the header."""
     cells = [header] + [["" if d.get(h) is None else str(d.get(h)) for h in header]
                         for d in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    rule = "  ".join("-" * w for w in widths)
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    logger.info(f"{title}\n" + "\n".join([rule, *lines, rule]))
+    logger.info(f"{title}\n" + tabulate.tabulate(cells))
 
 
 def _load_inputs(x):
