@@ -550,7 +550,7 @@ def _affine_vjp(V, inputs, outputs, grads, *, out, border, border_val, format,
     coordinates of the NHWC fixed-point kernel are differentiated as the exact ones."""
     if imode != "LINEAR":
         raise NotImplementedError(f"warp_affine: no gradient for interp_mode "
-                                  f"{imode.lower()!r} (only 'linear' has one)")
+                                  f"{imode.lower()!r} (imode {imode}; only 'linear' has one)")
     (x, mat), (g,) = inputs, grads
     if x.dtype.kind != "f":
         return None, None

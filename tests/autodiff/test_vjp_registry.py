@@ -20,7 +20,8 @@ NO_GRADIENT_BY_DESIGN = {("mod", 1), ("roi_align", 1), ("roi_pooling", 1),
                          ("deformable_psroi_pooling", 1)}
 # (op, param, value): MegEngine has no backward opr for that form, and megtrace's VJP
 # refuses it with NotImplementedError naming it (checked below instead of the gradient)
-NO_GRADIENT_FOR_PARAMS = {("warp_perspective", "format", "NHWC")}
+NO_GRADIENT_FOR_PARAMS = {("warp_perspective", "format", "NHWC"),
+                          ("warp_affine", "imode", "NEAREST")}
 # ops whose MegEngine gradient is a straight-through estimate, not the derivative of the
 # (piecewise constant) forward: checked against real MegEngine in tests/test_quantization.py
 STRAIGHT_THROUGH_OPS = {"fake_quant", "tqt", "lsq"}
