@@ -75,6 +75,16 @@ class OpNode:
         return "ImmutableTensor" if self._var in self.graph.consts else "Host2DeviceCopy"
 
     @property
+    def cxx_type(self) -> str:
+        """MegEngine's C++ operator type, what comp_graph_tools reports ("ImmutableTensor",
+        "Elemwise", "ConvolutionForward"): the opr the writer writes this op as."""
+        if self.node is None:
+            return self.type
+        # lazy: the .mge writer loads flatbuffers (`import megtrace` stays light)
+        from .utils.network_node import cxx_type_of
+        return cxx_type_of(self.node.op, self.node.kwargs, [v.type for v in self.node.inputs])
+
+    @property
     def inputs(self) -> list[VarNode]:
         vars_ = self.node.inputs if self.node is not None else ()
         return [VarNode(self.graph, v, v.name_hint) for v in vars_]

@@ -1,5 +1,6 @@
 """megtrace.utils.comp_graph_tools.GraphInference (MegEngine 1.13's runner of a dumped
 graph) and traced functions returning a shape element (a Tensor, as in MegEngine)."""
+import io
 import re
 from pathlib import Path
 
@@ -112,3 +113,38 @@ def test_positional_inputs_in_megengines_order(name, outputs, order):
     assert list(got) == (outputs or {"f": ["y", "s"], "g": ["d", "e"]}[name])
     with pytest.raises(AssertionError, match=re.escape(f"This model expects inputs {order}")):
         net.run(inp_dict={})
+
+
+def test_inputs_no_output_reads_are_still_taken():
+    """F.arange of traced scalars bakes them in (megtrace reads them as ints), so the file's
+    inputs feed nothing; run() still takes them by position after the ones the outputs
+    read, as before MegEngine's dependency order (MegEngine's own tests feed them)."""
+    @trace(symbolic=True, capture_as_const=True)
+    def f(a, b, c):
+        return F.arange(a, b, c)
+    args = [mge.tensor(1.0), mge.tensor(5.0), mge.tensor(1.0)]
+    f(*args)
+    buf = io.BytesIO()
+    f.dump(buf, arg_names=["a", "b", "c"])
+    (out,) = cgtools.GraphInference(io.BytesIO(buf.getvalue())).run(1.0, 5.0, 1.0).values()
+    np.testing.assert_array_equal(out, np.arange(1, 5, dtype=np.float32))
+
+
+def test_megbrain_graph_vars_report_megengine_operator_types():
+    """cgtools on the vars of megbrain_graph.load_graph (MegEngine's test_dump_volatile):
+    an outside tensor captured as a constant is an ImmutableTensor input of the Elemwise."""
+    from megtrace.core.tensor import megbrain_graph as G
+    p = mge.tensor([2])
+
+    @trace(symbolic=True, capture_as_const=True)
+    def f(x):
+        return F.relu(x * p)
+    f(mge.tensor([3]))
+    buf = io.BytesIO()
+    f.dump(buf, optimize_for_inference=False)
+    buf.seek(0)
+    (out,) = G.load_graph(buf).output_vars_list
+    assert cgtools.get_owner_opr_type(out) == "Elemwise"
+    mul = cgtools.get_owner_opr_inputs(out)[0]
+    assert [cgtools.get_owner_opr_type(v) for v in cgtools.get_owner_opr_inputs(mul)] == \
+        ["Host2DeviceCopy", "ImmutableTensor"]

@@ -300,6 +300,8 @@ class GraphInference:
             names = list(outputs)
         self._outputs = names
         self._inputs = self._model.input_names_by_dependency(names)
+        if outputs is None:     # inputs no output reads (a value traced as a constant)
+            self._inputs += [i.name for i in self._model.inputs if i.name not in self._inputs]
 
     def run(self, *inp_args: np.ndarray,
             inp_dict: Dict[str, np.ndarray] = None) -> Dict[str, np.ndarray]:

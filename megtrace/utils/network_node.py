@@ -384,6 +384,15 @@ def class_for(serialized_type: str) -> type:
     return ReadOnlyOpNode
 
 
+def cxx_type_of(op: OpDef, kwargs: dict, types: Sequence[TensorType]) -> str:
+    """MegEngine's C++ type of the opr `op` is written as (its OpNode class's name)."""
+    # lazy: the .mge writer loads flatbuffers (`import megtrace` stays light)
+    from .network_types import mge_operator
+    mge_type, _ = mge_operator(op, kwargs, types)
+    cls = class_for(mge_type)
+    return re_base(mge_type) if cls is ReadOnlyOpNode else cls.__name__
+
+
 def make_opnode(op: OpDef, kwargs: dict, inputs: Sequence[VarNode], out_vars: Sequence[Var],
                 name: str | None = None) -> OpNode:
     """The OpNode running `op` on `inputs`, with its outputs `out_vars` as VarNodes."""
