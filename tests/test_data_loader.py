@@ -164,3 +164,29 @@ def test_preload_gives_tensors():
                                 preload=True)))
     assert isinstance(x, Tensor) and isinstance(y, Tensor)
     np.testing.assert_array_equal(x.numpy(), data[:2])
+
+
+def test_collator_stacks_string_arrays_and_refuses_object_arrays():
+    """MegEngine's default collator refuses only object arrays (dtype codes 'O'/'a');
+    arrays of str or bytes stack like any other (checked in MegEngine 1.13)."""
+    from megtrace.data.collator import Collator
+    words = [np.array(["ab", "c"]), np.array(["d", "efg"])]
+    out = Collator().apply(words)
+    assert out.dtype.kind == "U" and out.tolist() == [["ab", "c"], ["d", "efg"]]
+    raw = Collator().apply([np.array([b"x"]), np.array([b"yz"])])
+    assert raw.dtype.kind == "S" and raw.shape == (2, 1)
+    with pytest.raises(TypeError):
+        Collator().apply([np.array([{}], dtype=object), np.array([{}], dtype=object)])
+
+
+def test_data_packages_expose_their_submodules_as_megengine_does():
+    """`from .vision import *` leaves MegEngine's submodules on the packages (MegEngine
+    1.13: dataset.mnist, dataset.coco, transform.functional, ...)."""
+    import types
+
+    import megtrace.data.dataset as D
+    import megtrace.data.transform as T
+    modules = lambda pkg: sorted(n for n in dir(pkg) if isinstance(getattr(pkg, n), types.ModuleType))
+    assert modules(D) == ["cifar", "cityscapes", "coco", "folder", "imagenet", "meta_dataset",
+                          "meta_vision", "mnist", "objects365", "utils", "vision", "voc"]
+    assert modules(T) == ["functional", "meta_transform", "transform", "vision"]

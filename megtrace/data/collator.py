@@ -17,7 +17,7 @@ class Collator:
         first = inputs[0]
         kind = type(first)
         if isinstance(first, np.ndarray):
-            if first.dtype.kind in "OSUa":
+            if first.dtype.kind == "O":     # (MegEngine stacks string arrays)
                 raise TypeError(_ERR.format(first.dtype))
             return np.ascontiguousarray(np.stack(inputs))
         if isinstance(first, np.generic) and not isinstance(first, (np.str_, np.bytes_)):
