@@ -473,7 +473,15 @@ for _mode in ("sum", "mean", "max", "min", "prod"):
 Tensor.__neg__ = lambda self: _functional().neg(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _functional().abs(self)
-Tensor.__invert__ = lambda self: _functional().logical_not(self)
+def _invert(self) -> "Tensor":
+    """`~mask` (MegEngine has no bitwise NOT: `~` on numbers is a TypeError, not a mask)."""
+    if self.dtype.kind != "b":
+        raise TypeError(f"Elemwise.Mode.NOT requires a bool tensor; got {self.dtype.name} "
+                        "(megtrace, like MegEngine, has no bitwise not)")
+    return _functional().logical_not(self)
+
+
+Tensor.__invert__ = _invert
 
 
 def _transpose(self, *pattern) -> "Tensor":

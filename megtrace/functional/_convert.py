@@ -25,6 +25,15 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     kind = type(value)
     if (kind is float or kind is int) and like is not None and like.dtype is _F32:
         return _f32_scalar(value)
+    if isinstance(value, np.generic) and like is not None and \
+            not isinstance(value, (float, np.int64, np.uint64)):
+        # a NumPy scalar is a typed operand (binary_operands promotes it as a tensor of
+        # its dtype), except that an integer or bool beside floats takes their dtype
+        # (MegEngine 1.13: uint8 * np.float32(1/255) is float32, float16 + np.int32(1)
+        # float16); 64-bit ones are numbers (MegEngine refuses them)
+        if value.dtype.kind in "iub" and like.dtype.kind == "f":
+            return Tensor(value, dtype=like.dtype)
+        return Tensor(value)
     if isinstance(value, (bool, int, float, np.generic)) and like is not None:
         if isinstance(value, float) and not _dt.is_float(_dt.name_of(like.dtype)):
             return Tensor(value, dtype="float32")
@@ -75,7 +84,7 @@ def binary_operands(a, b) -> tuple[Tensor, Tensor]:
 def require_tensor(name: str, value) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, (np.ndarray, list, tuple, int, float)):
+    if isinstance(value, (np.ndarray, np.generic, list, tuple, int, float)):
         return Tensor(value)
     raise DTypeError(f"{name}: expected a Tensor, got {type(value).__name__}")
 
