@@ -53,9 +53,8 @@ class Tensor:
             if data._var is None:        # an eager value: inside a trace, a constant
                 _created_in_trace(self)
             return self
-        if data is None:
-            raise TypeError("Tensor: data must be a Tensor, an array, a list or a number; "
-                            "got None")
+        if data is None:         # MegEngine: an empty tensor
+            data = np.zeros((0,), np.float32 if dtype is None else None)
         if isinstance(data, (tuple, list)) and _traced_shape_value(self, data, dtype, device):
             return self
         if dtype is None and not isinstance(data, (np.ndarray, np.generic)):
@@ -168,7 +167,7 @@ class Tensor:
             self._qparams = create_qparams()
         return self._qparams
 
-    def to(self, device) -> "Tensor":
+    def to(self, device, *, _borrow: bool = False) -> "Tensor":
         """A copy on `device` (values stay in host memory; the device picks TVM's target)."""
         if isinstance(device, str) and not _device._valid(device):
             raise ValueError(f"invalid device name {device}. For the correct format of the "
@@ -292,7 +291,9 @@ class Tensor:
         self._version += 1
 
     def set_value(self, value) -> None:
-        """Deprecated in MegEngine 1.0 (use `x[...] = value`); kept for old code."""
+        """Deprecated in MegEngine 1.0 (use `x[...] = value`); warns as MegEngine does."""
+        warnings.warn("Call to deprecated method set_value. (use ``x[...] = value`` instead) "
+                      "-- Deprecated since version 1.0.", DeprecationWarning, stacklevel=2)
         self._reset(value)
 
     def reset_zero(self) -> None:

@@ -127,6 +127,7 @@ class RNG:
             return self._shuffled(n)
         assert isinstance(n, int)
         assert n >= 0, "Permutation is not defined when n < 0"
+        dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
         if dtype not in ("int32", "int16", "float32"):
             raise TypeError(f"permutation: dtype must be int32, int16 or float32; got {dtype}")
         if n == 0:
