@@ -80,7 +80,8 @@ def quantize(values: np.ndarray, qdtype: np.dtype) -> np.ndarray:
     lo, hi = _RANGE[meta["name"]]
     q = round_half_away(np.asarray(values, np.float32) / np.float32(meta["scale"]))
     q = q.astype(np.float64) + _zero_point(meta)
-    return attach(np.clip(q, lo, hi).astype(np.int64), qdtype)
+    with np.errstate(invalid="ignore"):     # NaN (qpow of a negative base): x86's cast
+        return attach(np.clip(q, lo, hi).astype(np.int64), qdtype)
 
 
 def dequantize(arr: np.ndarray) -> np.ndarray:
