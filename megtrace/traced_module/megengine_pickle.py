@@ -182,22 +182,7 @@ class _Converter:
         return (name, aux, [self._treedef(c) for c in rec.children_defs])
 
     def _graph(self, rec: _Record) -> dict:
-        order: dict[int, int] = {}
-        nodes: list[_Record] = []
-
-        def index(node: _Record) -> int:
-            if id(node) not in order:
-                order[id(node)] = len(nodes)
-                nodes.append(node)
-            return order[id(node)]
-
-        inputs = [index(n) for n in rec._inputs]
-        input_exprs = [self._expr(n.expr, index) for n in rec._inputs]
-        exprs = [self._expr(e, index) for e in rec._exprs]
-        outputs = [index(n) for n in rec._outputs]
-        return {"name": rec._name, "qualname": rec._qualname, "inputs": inputs,
-                "input_exprs": input_exprs, "exprs": exprs, "outputs": outputs,
-                "nodes": [self._node(n) for n in nodes]}
+        return serialize.graph_state(rec, self._expr, self._node)
 
     @staticmethod
     def _node(rec: _Record) -> dict:

@@ -149,7 +149,11 @@ def _expr_from_state(state: dict, nodes: list[Node]) -> Expr:
     return expr
 
 
-def graph_state(graph) -> dict:
+def graph_state(graph, expr_state: Callable = None, node_state: Callable = None) -> dict:
+    """The plain state of an InternalGraph (or of a MegEngine pickle's record of one, with
+    its own `expr_state(expr, index)` / `node_state(node)`): nodes numbered as met."""
+    expr_state = expr_state or _expr_state
+    node_state = node_state or _node_state
     order: dict[int, int] = {}
     nodes: list[Node] = []
 
@@ -160,12 +164,12 @@ def graph_state(graph) -> dict:
         return order[id(node)]
 
     inputs = [index(n) for n in graph._inputs]
-    input_exprs = [_expr_state(n.expr, index) for n in graph._inputs]
-    exprs = [_expr_state(e, index) for e in graph._exprs]
+    input_exprs = [expr_state(n.expr, index) for n in graph._inputs]
+    exprs = [expr_state(e, index) for e in graph._exprs]
     outputs = [index(n) for n in graph._outputs]
     return {"name": graph._name, "qualname": graph._qualname, "inputs": inputs,
             "input_exprs": input_exprs, "exprs": exprs, "outputs": outputs,
-            "nodes": [_node_state(n) for n in nodes]}
+            "nodes": [node_state(n) for n in nodes]}
 
 
 def graph_from_state(state: dict, new_graph: Callable[[str, str], Any]):
